@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything specshim needs to build, test and demo on Debian 12.
+# Idempotent; runs as root (or through sudo when available).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+PACKAGES=(
+  build-essential cmake pkg-config git ca-certificates
+  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev catch2
+  libseccomp-dev libcap-dev libyaml-cpp-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  runc containerd busybox-static hyperfine
+  clang-14 libclang-rt-14-dev
+  iproute2 util-linux procps jq lintian file
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: all ${#PACKAGES[@]} packages present"

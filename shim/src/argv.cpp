@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "argv.h"
+
+#include <array>
+#include <string_view>
+
+namespace specshim::shim {
+namespace {
+
+struct Flag {
+  std::string_view name;
+  bool takes_value;
+};
+
+// Ref: runc 1.1 main.go (global flags) and create.go / run.go (command flags).
+constexpr std::array kGlobalFlags = {
+    Flag{"debug", false},  Flag{"log", true},   Flag{"log-format", true},     Flag{"root", true},
+    Flag{"criu", true},    Flag{"rootless", true}, Flag{"systemd-cgroup", false}, Flag{"help", false},
+    Flag{"h", false},      Flag{"version", false}, Flag{"v", false},
+};
+
+constexpr std::array kCreateFlags = {
+    Flag{"bundle", true},          Flag{"b", true},          Flag{"console-socket", true},
+    Flag{"pid-file", true},        Flag{"no-pivot", false},  Flag{"no-new-keyring", false},
+    Flag{"preserve-fds", true},
+};
+
+constexpr std::array kRunOnlyFlags = {
+    Flag{"detach", false}, Flag{"d", false}, Flag{"keep", false}, Flag{"no-subreaper", false},
+};
+
+// split_flag turns "-x", "--x", "-x=v", "--x=v" into name and optional value.
+// Returns false for anything that is not a flag ("-", "x", "---x").
+bool split_flag(std::string_view arg, std::string_view& name, std::optional<std::string_view>& value) {
+  if (arg.size() < 2 || arg[0] != '-') return false;
+  std::string_view rest = arg.substr(arg[1] == '-' ? 2 : 1);
+  if (rest.empty() || rest[0] == '-' || rest[0] == '=') return false;
+  value.reset();
+  if (auto eq = rest.find('='); eq != std::string_view::npos) {
+    value = rest.substr(eq + 1);
+    rest = rest.substr(0, eq);
+  }
+  name = rest;
+  return true;
+}
+
+template <std::size_t N>
+const Flag* find(const std::array<Flag, N>& flags, std::string_view name) {
+  for (const auto& f : flags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+bool bool_value_true(std::optional<std::string_view> v) {
+  // Go's strconv.ParseBool; anything else makes runc fail, which is malformed.
+  return !v || *v == "1" || *v == "t" || *v == "T" || *v == "true" || *v == "TRUE" || *v == "True";
+}
+
+void parse_command_args(const std::vector<std::string>& argv, std::size_t from, RuncArgs& out) {
+  std::vector<std::string> positionals;
+  for (std::size_t i = from; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg == "--") {
+      positionals.insert(positionals.end(), argv.begin() + static_cast<long>(i) + 1, argv.end());
+      break;
+    }
+    std::string_view name;
+    std::optional<std::string_view> value;
+    if (!split_flag(arg, name, value)) {
+      positionals.push_back(arg);
+      continue;
+    }
+    const Flag* f = find(kCreateFlags, name);
+    if (!f && out.subcommand == "run") f = find(kRunOnlyFlags, name);
+    if (!f) {
+      out.unknown_flags.push_back(arg);
+      continue;
+    }
+    if (f->takes_value && !value) {
+      if (i + 1 >= argv.size()) {
+        out.malformed = true;  // runc: "flag needs an argument"
+        return;
+      }
+      value = argv[++i];
+    }
+    if (name == "bundle" || name == "b") out.bundle = std::string(*value);
+  }
+  if (positionals.size() == 1) out.container_id = positionals[0];
+  else out.malformed = true;  // runc: "create" requires exactly 1 argument(s)
+}
+
+}  // namespace
+
+RuncArgs parse_runc_args(const std::vector<std::string>& argv) {
+  RuncArgs out;
+  std::size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    std::string_view name;
+    std::optional<std::string_view> value;
+    if (!split_flag(arg, name, value)) break;
+    const Flag* f = find(kGlobalFlags, name);
+    if (!f) {
+      out.malformed = true;  // runc: "flag provided but not defined"
+      return out;
+    }
+    if (f->takes_value && !value) {
+      if (i + 1 >= argv.size()) {
+        out.malformed = true;
+        return out;
+      }
+      value = argv[++i];
+    }
+    if (name == "log") out.log = std::string(*value);
+    else if (name == "log-format") out.log_format = std::string(*value);
+    else if (name == "debug") out.debug = bool_value_true(value);
+    else if (name == "version" || name == "v") out.version = bool_value_true(value);
+    else if (name == "help" || name == "h") out.help = bool_value_true(value);
+  }
+  if (i < argv.size()) {
+    out.subcommand = argv[i];
+    out.subcommand_index = i;
+  }
+  // urfave/cli shows help or the version before looking at the command.
+  if (out.help || out.version) return out;
+  if (out.subcommand == "create" || out.subcommand == "run") parse_command_args(argv, i + 1, out);
+  return out;
+}
+
+}  // namespace specshim::shim

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cstdio>
+
+#include "pipeline.h"
+#include "runc_log.h"
+#include "runtime.h"
+#include "settings.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "verbs.h"
+
+#ifndef SPECSHIM_VERSION
+#define SPECSHIM_VERSION "0.0.0"
+#endif
+
+namespace specshim::shim {
+
+int passthrough_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
+  std::optional<std::string> configured;
+  try {
+    configured = runtime_path_only(config::Document::load(config::path_from_env()));
+  } catch (const std::exception&) {
+    // An unreadable config must not block delete/kill; create reports it.
+  }
+  try {
+    std::string runtime = find_runtime(configured);
+    if (parsed.version) {
+      std::fputs("specshim version " SPECSHIM_VERSION "\n", stdout);
+      std::fflush(stdout);
+    }
+    exec_runtime(runtime, argv);
+  } catch (const std::exception& e) {
+    report_error(parsed.log, parsed.log_format, "specshim: " + describe(e));
+    return 1;
+  }
+}
+
+int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
+  try {
+    if (!parsed.unknown_flags.empty())
+      throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" +
+                  parsed.subcommand + "` is unknown to specshim (runc 1.1 grammar)");
+    auto doc = config::Document::load(config::path_from_env());
+    auto root = doc.root();
+    Settings settings = read_settings(root);
+    start_debug_log(settings);
+    std::string runtime = find_runtime(settings.runtime_path);
+
+    Context ctx;
+    ctx.container_id = parsed.container_id;
+    Outcome out = load_and_modify(absolute_bundle(parsed.bundle), std::move(ctx), root);
+    commit(out);
+    log::info("{} {}: {} pass(es), {}", parsed.subcommand, parsed.container_id, out.result.passes,
+              out.changed() ? "config.json rewritten" : "nothing to change");
+    stop_debug_log();
+    exec_runtime(runtime, argv);
+  } catch (const std::exception& e) {
+    std::string msg = "specshim: " + describe(e);
+    log::write(log::Level::error, msg);
+    stop_debug_log();
+    report_error(parsed.log, parsed.log_format, msg);
+    return 1;
+  }
+}
+
+}  // namespace specshim::shim

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pipeline.h"
+
+#include <sys/stat.h>
+
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/log.h"
+#include "specshim/registry.h"
+
+namespace specshim::shim {
+
+std::filesystem::path absolute_bundle(const std::optional<std::string>& bundle) {
+  std::error_code ec;
+  std::filesystem::path p = bundle ? std::filesystem::path(*bundle) : std::filesystem::current_path(ec);
+  if (ec) throw Error("find bundle: cannot read the current directory: " + ec.message());
+  if (p.empty()) throw Error("find bundle: empty --bundle");
+  return std::filesystem::absolute(p, ec).lexically_normal();
+}
+
+Outcome load_and_modify(const std::filesystem::path& bundle, Context ctx, config::Section& root) {
+  Chain chain = build_chain(root);
+  root.finish();
+
+  std::filesystem::path file = bundle / "config.json";
+  std::string text = fs::read_regular_file(file, kMaxSpecBytes);
+  struct stat st {};
+  mode_t mode = ::stat(file.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+
+  Spec spec = [&] {
+    try {
+      return Spec::parse(text);
+    } catch (const Error& e) {
+      throw Error("parse `" + file.string() + "`: " + e.what());
+    }
+  }();
+  Json original = spec.json();
+  ctx.bundle = bundle;
+  ctx.kind = kind_of(spec);
+  ChainResult result = chain.run(spec, ctx);
+  log::debug("bundle {}: {} pass(es), changed by [{}]", bundle.string(), result.passes,
+             fmt::join(result.changed_by, ", "));
+  return Outcome{std::move(spec), std::move(original), std::move(ctx), std::move(result), mode};
+}
+
+void commit(const Outcome& out) {
+  if (!out.changed()) return;
+  for (const auto& [name, f] : out.ctx.bundle_files) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "config.json" || name[0] == '.')
+      throw Error("internal: modifier asked to write bundle file `" + name + "`");
+    fs::write_file_atomic(out.ctx.bundle, name, f.content, f.mode);
+  }
+  if (out.spec.json() != out.original) fs::write_file_atomic(out.ctx.bundle, "config.json", out.spec.serialize(), out.mode);
+}
+
+}  // namespace specshim::shim

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// Strict reading of specshim's TOML config. Every key a reader does not ask
+// for is an error naming the file, the key and its line.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace specshim::config {
+
+inline constexpr const char* kDefaultPath = "/etc/specshim/config.toml";
+
+enum class Kind { none, string, integer, floating, boolean, array, table, other };
+
+// Section is a strict reader over one TOML table. Reading a key marks it
+// known; finish() throws for every key that was never read. Errors read
+// "config `FILE`: line N: `passwd.home`: must be an absolute path".
+class Section {
+ public:
+  Kind kind(std::string_view key) const;
+  bool has(std::string_view key) const { return kind(key) != Kind::none; }
+
+  std::optional<std::string> string(std::string_view key);
+  std::optional<bool> boolean(std::string_view key);
+  std::optional<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max);
+  std::optional<std::vector<std::string>> strings(std::string_view key);
+  std::optional<std::vector<std::int64_t>> integers(std::string_view key, std::int64_t min, std::int64_t max);
+  std::optional<Section> table(std::string_view key);  // [key] or key = { ... }
+  std::vector<Section> tables(std::string_view key);   // [[key]]
+  Section section(std::string_view key);               // table(key), or an empty table when absent
+  std::vector<std::string> keys() const;               // in file order
+
+  // fail throws an Error located at key (or at the table itself when key is empty).
+  [[noreturn]] void fail(std::string_view key, std::string_view message) const;
+  // finish checks that every key was read; call once after reading.
+  void finish() const;
+
+  const std::string& path() const { return prefix_; }
+
+ private:
+  friend class Document;
+  Section(std::shared_ptr<const void> doc, const void* table, std::string file, std::string prefix);
+  const void* node(std::string_view key) const;
+  void mark(std::string_view key);
+
+  std::shared_ptr<const void> doc_;
+  const void* table_;  // const toml::table*
+  std::string file_;
+  std::string prefix_;
+  std::shared_ptr<std::vector<std::string>> used_;
+};
+
+// Document is a parsed config file. A missing file is an empty document.
+class Document {
+ public:
+  static Document load(const std::filesystem::path& file);
+  static Document parse(std::string_view text, std::string file_name);
+  Section root() const;
+  const std::string& file() const { return file_; }
+  bool exists() const { return exists_; }
+
+ private:
+  std::shared_ptr<const void> table_;
+  std::string file_;
+  bool exists_ = false;
+};
+
+// path_from_env returns $SPECSHIM_CONFIG or the default path.
+std::filesystem::path path_from_env();
+
+}  // namespace specshim::config

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Modifier interface and the per-create Context it sees.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "specshim/spec.h"
+
+namespace specshim {
+
+// ContainerKind tells a sandbox (pause) container from a workload container.
+enum class ContainerKind { unknown, sandbox, container };
+
+// BundleFile is a file a modifier wants next to config.json (a generated
+// /etc/passwd, say). It is written by the shim, atomically, only after the
+// whole chain succeeded and just before config.json; dry-run only lists it.
+struct BundleFile {
+  std::string content;
+  unsigned mode = 0644;
+};
+
+// Context is what a modifier knows about the create besides the spec.
+struct Context {
+  std::filesystem::path bundle;  // absolute bundle directory
+  std::string container_id;      // empty in dry-run
+  ContainerKind kind = ContainerKind::unknown;
+  bool dry_run = false;
+  bool allow_allocate = true;  // may call device-plugin Allocate (dry-run: only with --allow-allocate)
+  int pass = 0;                // 1-based pass of the fixed-point chain
+
+  // Files to write into the bundle, by file name (no directories).
+  std::map<std::string, BundleFile> bundle_files;
+
+  // rootfs returns root.path resolved against the bundle, or empty when the
+  // spec has no root.path.
+  std::filesystem::path rootfs(const Spec& spec) const;
+};
+
+// kind_of reads the container kind from containerd's or CRI-O's annotations.
+ContainerKind kind_of(const Spec& spec);
+
+// Modifier changes a spec for one concern. Contract:
+//  - apply is idempotent: applying it to its own output changes nothing, so
+//    the chain can run it to a fixed point;
+//  - it touches only the fields it owns and keeps everything else as it is;
+//  - it throws specshim::Error with an actionable message on failure;
+//  - collaborators (config, clients) come in through the constructor.
+class Modifier {
+ public:
+  virtual ~Modifier() = default;
+  // name is the modifier's kebab-case id, the same string in config keys,
+  // log lines, error context and golden-case directories.
+  virtual std::string_view name() const = 0;
+  virtual void apply(Spec& spec, Context& ctx) = 0;
+};
+
+}  // namespace specshim

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// Factories of the built-in modifiers (one per src/<name>.cpp).
+#pragma once
+
+#include <memory>
+
+#include "specshim/config.h"
+#include "specshim/modifier.h"
+
+namespace specshim {
+// std::unique_ptr<Modifier> make_<name>(config::Section& section);
+}  // namespace specshim

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// The list of modifiers specshim knows, and building a chain from the config.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "specshim/chain.h"
+#include "specshim/config.h"
+
+namespace specshim {
+
+// ModifierEntry names one modifier and how to build it from its config table
+// ([<name>] in config.toml; the table may be absent). make returns nullptr when
+// the modifier is disabled by its config.
+struct ModifierEntry {
+  std::string_view name;
+  std::unique_ptr<Modifier> (*make)(config::Section& section);
+};
+
+// registry lists every modifier in its default chain order.
+const std::vector<ModifierEntry>& registry();
+
+// build_chain reads [chain] (order, max-passes) and each modifier's table from
+// root, builds the enabled modifiers in order and returns the chain. Throws
+// Error for unknown names, unknown keys and bad values.
+Chain build_chain(config::Section& root);
+
+}  // namespace specshim

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// Spec is an OCI runtime spec (config.json) held as a lossless JSON DOM.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace specshim {
+
+// Json keeps object keys in document order, so unknown fields and their order
+// survive a rewrite.
+using Json = nlohmann::ordered_json;
+
+// Spec owns the parsed document plus what is needed to write it back the way
+// it came: the indentation style and the exact text of any number whose
+// canonical form differs from the input (1e3, 1.50, 18446744073709551616).
+// Modifiers edit json() directly; serialize() restores the original number
+// texts wherever the value at that place is still the same number.
+class Spec {
+ public:
+  // parse reads a JSON document. Throws Error naming line and column.
+  static Spec parse(std::string_view text);
+
+  Json& json() { return doc_; }
+  const Json& json() const { return doc_; }
+
+  // serialize writes the document in the input's style (compact, or the
+  // input's indentation), ending in a newline if the input did.
+  std::string serialize() const;
+
+  // annotation returns annotations[key] when it is a string.
+  std::optional<std::string> annotation(std::string_view key) const;
+
+  // Small typed accessors for the places many modifiers touch. They create
+  // intermediate objects/arrays on demand (the *_mut forms) and throw Error
+  // when an existing value has the wrong JSON type.
+  Json& object_at(std::initializer_list<std::string_view> path);
+  Json& array_at(std::initializer_list<std::string_view> path);
+  const Json* find(std::initializer_list<std::string_view> path) const;
+
+ private:
+  Json doc_;
+  int indent_ = -1;  // -1: compact
+  char indent_char_ = ' ';
+  bool trailing_newline_ = false;
+  std::map<std::string, std::string> raw_numbers_;  // JSON pointer -> input text
+  friend class SpecWriter;
+};
+
+}  // namespace specshim

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "specshim/error.h"
+#include "specshim/fs.h"
+
+namespace specshim::config {
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+
+const toml::table& tbl(const void* p) { return *static_cast<const toml::table*>(p); }
+
+std::string line_of(const toml::node& n) {
+  auto line = n.source().begin.line;
+  return line ? "line " + std::to_string(line) + ": " : "";
+}
+
+}  // namespace
+
+Section::Section(std::shared_ptr<const void> doc, const void* table, std::string file, std::string prefix)
+    : doc_(std::move(doc)),
+      table_(table),
+      file_(std::move(file)),
+      prefix_(std::move(prefix)),
+      used_(std::make_shared<std::vector<std::string>>()) {}
+
+const void* Section::node(std::string_view key) const { return tbl(table_).get(key); }
+
+void Section::mark(std::string_view key) {
+  if (std::find(used_->begin(), used_->end(), key) == used_->end()) used_->emplace_back(key);
+}
+
+Kind Section::kind(std::string_view key) const {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return Kind::none;
+  switch (n->type()) {
+    case toml::node_type::string: return Kind::string;
+    case toml::node_type::integer: return Kind::integer;
+    case toml::node_type::floating_point: return Kind::floating;
+    case toml::node_type::boolean: return Kind::boolean;
+    case toml::node_type::array: return Kind::array;
+    case toml::node_type::table: return Kind::table;
+    default: return Kind::other;
+  }
+}
+
+void Section::fail(std::string_view key, std::string_view message) const {
+  std::string where = "config `" + file_ + "`: ";
+  std::string name = prefix_;
+  if (!key.empty()) {
+    if (auto* n = static_cast<const toml::node*>(node(key))) where += line_of(*n);
+    name += (name.empty() ? "" : ".") + std::string(key);
+  } else {
+    where += line_of(tbl(table_));
+  }
+  throw Error(where + "`" + name + "`: " + std::string(message));
+}
+
+std::optional<std::string> Section::string(std::string_view key) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  auto v = n->value<std::string>();
+  if (!n->is_string() || !v) fail(key, "must be a string");
+  return *v;
+}
+
+std::optional<bool> Section::boolean(std::string_view key) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  if (!n->is_boolean()) fail(key, "must be true or false");
+  return *n->value<bool>();
+}
+
+std::optional<std::int64_t> Section::integer(std::string_view key, std::int64_t min, std::int64_t max) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  if (!n->is_integer()) fail(key, "must be an integer");
+  auto v = *n->value<std::int64_t>();
+  if (v < min || v > max)
+    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  return v;
+}
+
+std::optional<std::vector<std::string>> Section::strings(std::string_view key) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  auto* arr = n->as_array();
+  if (!arr) fail(key, "must be an array of strings");
+  std::vector<std::string> out;
+  for (auto& e : *arr) {
+    if (!e.is_string()) fail(key, "must be an array of strings");
+    out.push_back(*e.value<std::string>());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::int64_t>> Section::integers(std::string_view key, std::int64_t min,
+                                                           std::int64_t max) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  auto* arr = n->as_array();
+  if (!arr) fail(key, "must be an array of integers");
+  std::vector<std::int64_t> out;
+  for (auto& e : *arr) {
+    if (!e.is_integer()) fail(key, "must be an array of integers");
+    auto v = *e.value<std::int64_t>();
+    if (v < min || v > max)
+      fail(key, "values must be between " + std::to_string(min) + " and " + std::to_string(max));
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::optional<Section> Section::table(std::string_view key) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  if (!n->is_table()) fail(key, "must be a table");
+  return Section(doc_, n->as_table(), file_, prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key));
+}
+
+Section Section::section(std::string_view key) {
+  if (auto t = table(key)) return *t;
+  static const toml::table empty;
+  return Section(doc_, &empty, file_, prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key));
+}
+
+std::vector<Section> Section::tables(std::string_view key) {
+  std::vector<Section> out;
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return out;
+  mark(key);
+  auto* arr = n->as_array();
+  if (!arr) fail(key, "must be an array of tables ([[" + std::string(key) + "]])");
+  std::string base = prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key);
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    auto* t = (*arr)[i].as_table();
+    if (!t) fail(key, "must be an array of tables ([[" + std::string(key) + "]])");
+    out.push_back(Section(doc_, t, file_, base + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+std::vector<std::string> Section::keys() const {
+  std::vector<std::pair<std::uint32_t, std::string>> ordered;
+  for (auto&& [k, v] : tbl(table_)) ordered.emplace_back(v.source().begin.line, std::string(k.str()));
+  std::stable_sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (auto& [line, k] : ordered) out.push_back(k);
+  return out;
+}
+
+void Section::finish() const {
+  for (auto&& [k, v] : tbl(table_)) {
+    std::string key(k.str());
+    if (std::find(used_->begin(), used_->end(), key) == used_->end()) {
+      std::string name = prefix_.empty() ? key : prefix_ + "." + key;
+      throw Error("config `" + file_ + "`: " + line_of(v) + "unknown key `" + name + "`");
+    }
+  }
+}
+
+Document Document::parse(std::string_view text, std::string file_name) {
+  Document d;
+  d.file_ = std::move(file_name);
+  d.exists_ = true;
+  try {
+    auto t = std::make_shared<toml::table>(toml::parse(text, d.file_));
+    d.table_ = std::static_pointer_cast<const void>(std::shared_ptr<const toml::table>(std::move(t)));
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "config `" << d.file_ << "`: line " << e.source().begin.line << ": " << e.description();
+    throw Error(msg.str());
+  }
+  return d;
+}
+
+Document Document::load(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    Document d;
+    d.file_ = file.string();
+    d.table_ = std::make_shared<const toml::table>();
+    return d;
+  }
+  return parse(fs::read_regular_file(file, kMaxConfigBytes), file.string());
+}
+
+Section Document::root() const { return Section(table_, table_.get(), file_, ""); }
+
+std::filesystem::path path_from_env() {
+  const char* env = std::getenv("SPECSHIM_CONFIG");
+  return env && *env ? std::filesystem::path(env) : std::filesystem::path(kDefaultPath);
+}
+
+}  // namespace specshim::config

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/modifier.h"
+
+namespace specshim {
+
+std::filesystem::path Context::rootfs(const Spec& spec) const {
+  const Json* p = spec.find({"root", "path"});
+  if (!p || !p->is_string() || p->get_ref<const std::string&>().empty()) return {};
+  std::filesystem::path root(p->get<std::string>());
+  return root.is_absolute() ? root : bundle / root;
+}
+
+ContainerKind kind_of(const Spec& spec) {
+  for (auto key : {"io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"}) {
+    if (auto v = spec.annotation(key)) {
+      if (*v == "sandbox") return ContainerKind::sandbox;
+      if (*v == "container") return ContainerKind::container;
+    }
+  }
+  return ContainerKind::unknown;
+}
+
+}  // namespace specshim

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// One line per modifier, in default chain order. Each modifier lives in its own
+// file (src/<name>.cpp) and exposes make_<name>.
+#include "specshim/registry.h"
+
+#include <algorithm>
+#include <string>
+
+#include "specshim/error.h"
+#include "specshim/modifiers.h"
+
+namespace specshim {
+
+const std::vector<ModifierEntry>& registry() {
+  static const std::vector<ModifierEntry> entries = {
+      // modifier entries go here, in default order
+  };
+  return entries;
+}
+
+Chain build_chain(config::Section& root) {
+  std::vector<std::string> order;
+  std::int64_t max_passes = 8;
+  if (auto chain = root.table("chain")) {
+    if (auto o = chain->strings("order")) order = *o;
+    if (auto m = chain->integer("max-passes", 1, 64)) max_passes = *m;
+    chain->finish();
+    for (const auto& name : order) {
+      auto known = std::find_if(registry().begin(), registry().end(), [&](auto& e) { return e.name == name; });
+      if (known == registry().end()) chain->fail("order", "unknown modifier `" + name + "`");
+      if (std::count(order.begin(), order.end(), name) > 1) chain->fail("order", "modifier `" + name + "` listed twice");
+    }
+  } else {
+    for (const auto& e : registry()) order.emplace_back(e.name);
+  }
+
+  std::vector<std::unique_ptr<Modifier>> modifiers;
+  for (const auto& e : registry()) {
+    // Every modifier's table is validated, even when it is not in the order.
+    config::Section section = root.section(e.name);
+    std::unique_ptr<Modifier> m = e.make(section);
+    section.finish();
+    if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));
+  }
+  std::stable_sort(modifiers.begin(), modifiers.end(), [&](auto& a, auto& b) {
+    return std::find(order.begin(), order.end(), a->name()) < std::find(order.begin(), order.end(), b->name());
+  });
+  return Chain(std::move(modifiers), static_cast<int>(max_passes));
+}
+
+}  // namespace specshim

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/spec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "specshim/error.h"
+
+namespace specshim {
+namespace {
+
+std::string escape_pointer_token(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+// DomBuilder is a SAX consumer that builds the ordered DOM and remembers the
+// input text of floating-point numbers that would not print back the same.
+class DomBuilder {
+ public:
+  explicit DomBuilder(Json& root, std::map<std::string, std::string>& raw) : root_(root), raw_(raw) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(std::int64_t v) { return put(Json(v)); }
+  bool number_unsigned(std::uint64_t v) { return put(Json(v)); }
+  bool number_float(double v, const std::string& text) {
+    Json j(v);
+    if (j.dump() != text) raw_[pointer()] = text;
+    return put(std::move(j));
+  }
+  bool string(std::string& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t&) { return false; }
+  bool start_object(std::size_t) {
+    Json* v = place(Json(Json::value_t::object));
+    stack_.push_back({v, {}, 0});
+    return true;
+  }
+  bool key(std::string& k) {
+    stack_.back().key = k;
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    advance();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    Json* v = place(Json(Json::value_t::array));
+    stack_.push_back({v, {}, 0});
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    advance();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
+    std::string msg = ex.what();
+    if (auto p = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && p != std::string::npos) msg.erase(0, p + 2);
+    throw Error(msg);
+  }
+
+ private:
+  struct Frame {
+    Json* value;
+    std::string key;
+    std::size_t index;
+  };
+
+  std::string pointer() const {
+    std::string p;
+    for (const auto& f : stack_) {
+      p += '/';
+      p += f.value->is_object() ? escape_pointer_token(f.key) : std::to_string(f.index);
+    }
+    return p;
+  }
+  Json* place(Json v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& top = stack_.back();
+    if (top.value->is_object()) {
+      Json& slot = (*top.value)[top.key];  // a repeated key keeps its first place, last value wins (as Go)
+      slot = std::move(v);
+      return &slot;
+    }
+    top.value->push_back(std::move(v));
+    return &top.value->back();
+  }
+  bool put(Json v) {
+    place(std::move(v));
+    advance();
+    return true;
+  }
+  void advance() {
+    if (!stack_.empty() && stack_.back().value->is_array()) ++stack_.back().index;
+  }
+
+  Json& root_;
+  std::map<std::string, std::string>& raw_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+class SpecWriter {
+ public:
+  explicit SpecWriter(const Spec& s) : s_(s) {}
+
+  std::string write() {
+    out_.reserve(4096);
+    value(s_.doc_, 0);
+    if (s_.trailing_newline_) out_ += '\n';
+    return std::move(out_);
+  }
+
+ private:
+  void newline(int depth) {
+    if (s_.indent_ < 0) return;
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(depth * s_.indent_), s_.indent_char_);
+  }
+  void value(const Json& j, int depth) {
+    switch (j.type()) {
+      case Json::value_t::object: {
+        if (j.empty()) {
+          out_ += "{}";
+          return;
+        }
+        out_ += '{';
+        bool first = true;
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          if (!first) out_ += ',';
+          first = false;
+          newline(depth + 1);
+          out_ += Json(it.key()).dump();
+          out_ += s_.indent_ < 0 ? ":" : ": ";
+          std::size_t mark = path_.size();
+          if (track_) (path_ += '/') += escape_pointer_token(it.key());
+          value(it.value(), depth + 1);
+          path_.resize(mark);
+        }
+        newline(depth);
+        out_ += '}';
+        return;
+      }
+      case Json::value_t::array: {
+        if (j.empty()) {
+          out_ += "[]";
+          return;
+        }
+        out_ += '[';
+        for (std::size_t i = 0; i < j.size(); ++i) {
+          if (i) out_ += ',';
+          newline(depth + 1);
+          std::size_t mark = path_.size();
+          if (track_) (path_ += '/') += std::to_string(i);
+          value(j[i], depth + 1);
+          path_.resize(mark);
+        }
+        newline(depth);
+        out_ += ']';
+        return;
+      }
+      case Json::value_t::number_float:
+        if (track_) {
+          auto raw = s_.raw_numbers_.find(path_);
+          if (raw != s_.raw_numbers_.end() && Json::parse(raw->second) == j) {
+            out_ += raw->second;
+            return;
+          }
+        }
+        out_ += j.dump();
+        return;
+      default:
+        try {
+          out_ += j.dump();
+        } catch (const nlohmann::json::exception& e) {
+          throw Error(std::string("serialize spec: ") + e.what());
+        }
+        return;
+    }
+  }
+
+  const Spec& s_;
+  std::string out_;
+  std::string path_;
+  bool track_ = !s_.raw_numbers_.empty();
+};
+
+Spec Spec::parse(std::string_view text) {
+  Spec s;
+  DomBuilder builder(s.doc_, s.raw_numbers_);
+  Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, true, false);
+  if (!s.doc_.is_object()) throw Error("spec is not a JSON object");
+
+  // Style: the whitespace before the first member tells the indentation.
+  auto open = text.find('{');
+  if (open != std::string_view::npos && open + 1 < text.size() && text[open + 1] == '\n') {
+    std::size_t i = open + 2, n = 0;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
+      s.indent_char_ = text[i];
+      ++i, ++n;
+    }
+    s.indent_ = n > 0 ? static_cast<int>(n) : 0;
+  }
+  auto last = text.find_last_not_of(" \t\r");
+  s.trailing_newline_ = last != std::string_view::npos && text[last] == '\n';
+  return s;
+}
+
+std::string Spec::serialize() const { return SpecWriter(*this).write(); }
+
+std::optional<std::string> Spec::annotation(std::string_view key) const {
+  const Json* a = find({"annotations"});
+  if (!a || !a->is_object()) return std::nullopt;
+  auto it = a->find(key);
+  if (it == a->end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+namespace {
+std::string join_path(std::initializer_list<std::string_view> path) {
+  std::string p;
+  for (auto k : path) {
+    if (!p.empty()) p += '.';
+    p += k;
+  }
+  return p;
+}
+
+Json& walk_create(Json& doc, std::initializer_list<std::string_view> path, Json::value_t leaf) {
+  Json* cur = &doc;
+  std::size_t i = 0;
+  for (auto k : path) {
+    bool last = ++i == path.size();
+    Json::value_t want = last ? leaf : Json::value_t::object;
+    auto it = cur->find(k);
+    if (it == cur->end() || it->is_null()) {
+      cur = &((*cur)[std::string(k)] = Json(want));
+    } else {
+      cur = &*it;
+      if (cur->type() != want)
+        throw Error("spec field `" + join_path(path) + "` has an unexpected JSON type " + cur->type_name());
+    }
+  }
+  return *cur;
+}
+}  // namespace
+
+Json& Spec::object_at(std::initializer_list<std::string_view> path) {
+  return walk_create(doc_, path, Json::value_t::object);
+}
+
+Json& Spec::array_at(std::initializer_list<std::string_view> path) {
+  return walk_create(doc_, path, Json::value_t::array);
+}
+
+const Json* Spec::find(std::initializer_list<std::string_view> path) const {
+  const Json* cur = &doc_;
+  for (auto k : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(k);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+}  // namespace specshim
