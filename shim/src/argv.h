@@ -25,7 +25,7 @@ struct RuncArgs {
   std::string container_id;
   std::vector<std::string> unknown_flags;  // flags runc's create/run do not define
 
-  bool modifies() const { return !malformed && (subcommand == "create" || subcommand == "run"); }
+  bool modifies() const { return !malformed && !help && !version && (subcommand == "create" || subcommand == "run"); }
 };
 
 // parse_runc_args reads argv (argv[0] is the program) with runc 1.1's grammar:

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bundle.h"
+
+#include "settings.h"
+
+namespace specshim::test {
+
+shim::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run) {
+  auto doc = config::Document::parse(config_text, (bundle / "config.toml").string());
+  auto root = doc.root();
+  shim::read_settings(root);
+  Context ctx;
+  ctx.container_id = "golden";
+  ctx.dry_run = dry_run;
+  ctx.allow_allocate = !dry_run;
+  return shim::load_and_modify(bundle, std::move(ctx), root);
+}
+
+}  // namespace specshim::test

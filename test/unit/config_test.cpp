@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/config.h"
+
+#include <catch2/catch.hpp>
+
+#include "specshim/error.h"
+#include "specshim/registry.h"
+
+using namespace specshim;
+
+TEST_CASE("config reads typed values and rejects unknown keys with their line") {
+  auto doc = config::Document::parse("[passwd]\nenabled = true\nhome = \"/h\"\nbogus = 1\n", "/etc/x.toml");
+  auto root = doc.root();
+  auto p = root.section("passwd");
+  REQUIRE(p.boolean("enabled") == true);
+  REQUIRE(p.string("home") == "/h");
+  REQUIRE(p.string("absent") == std::nullopt);
+  REQUIRE_THROWS_WITH(p.finish(), "config `/etc/x.toml`: line 4: unknown key `passwd.bogus`");
+}
+
+TEST_CASE("config wrong types and ranges name file, key and line") {
+  auto doc = config::Document::parse("[chain]\nmax-passes = \"8\"\n", "c.toml");
+  auto root = doc.root();
+  auto chain = root.section("chain");
+  REQUIRE_THROWS_WITH(chain.integer("max-passes", 1, 64), "config `c.toml`: line 2: `chain.max-passes`: must be an integer");
+  auto doc2 = config::Document::parse("[chain]\nmax-passes = 0\n", "c.toml");
+  auto root2 = doc2.root();
+  REQUIRE_THROWS_WITH(build_chain(root2), Catch::Contains("`chain.max-passes`: must be between 1 and 64"));
+}
+
+TEST_CASE("config syntax errors carry the line") {
+  REQUIRE_THROWS_WITH(config::Document::parse("a = 1\nb = = 2\n", "bad.toml"), Catch::StartsWith("config `bad.toml`: line 2: "));
+}
+
+TEST_CASE("config missing file is the defaults") {
+  auto doc = config::Document::load("/nonexistent/specshim.toml");
+  REQUIRE_FALSE(doc.exists());
+  auto root = doc.root();
+  REQUIRE_NOTHROW(build_chain(root));
+  REQUIRE_NOTHROW(root.finish());
+}
+
+TEST_CASE("config chain order rejects unknown modifiers") {
+  auto doc = config::Document::parse("[chain]\norder = [\"nope\"]\n", "c.toml");
+  auto root = doc.root();
+  REQUIRE_THROWS_WITH(build_chain(root), Catch::Contains("unknown modifier `nope`"));
+}
+
+TEST_CASE("config arrays of tables get indexed names") {
+  auto doc = config::Document::parse("[[r]]\nname = \"a\"\n[[r]]\nname = 1\n", "c.toml");
+  auto root = doc.root();
+  auto rs = root.tables("r");
+  REQUIRE(rs.size() == 2);
+  REQUIRE(rs[0].string("name") == "a");
+  REQUIRE_THROWS_WITH(rs[1].string("name"), "config `c.toml`: line 4: `r[1].name`: must be a string");
+}

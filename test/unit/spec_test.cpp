@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/spec.h"
+
+#include <catch2/catch.hpp>
+
+#include "specshim/error.h"
+
+using specshim::Error;
+using specshim::Json;
+using specshim::Spec;
+
+TEST_CASE("spec round-trips compact input byte for byte") {
+  std::string in = R"({"ociVersion":"1.0.2","zeta":1,"alpha":{"x":[1,2,{}],"y":[]},"s":"a\"b\\c\u0001é"})";
+  REQUIRE(Spec::parse(in).serialize() == in);
+}
+
+TEST_CASE("spec keeps key order, unknown fields and indentation") {
+  std::string in = "{\n    \"z\": {\n        \"custom\": true\n    },\n    \"a\": [\n        null\n    ]\n}\n";
+  Spec s = Spec::parse(in);
+  REQUIRE(s.serialize() == in);
+  s.json()["b"] = 1;
+  REQUIRE(s.serialize() == "{\n    \"z\": {\n        \"custom\": true\n    },\n    \"a\": [\n        null\n    ],\n    \"b\": 1\n}\n");
+}
+
+TEST_CASE("spec keeps number forms that would not print back the same") {
+  std::string in = R"({"a":1.50,"b":1e3,"c":-0.0,"d":18446744073709551616,"e":[2.50E+1],"f":0.5,"g":-12})";
+  Spec s = Spec::parse(in);
+  REQUIRE(s.serialize() == in);
+  // A changed value is written canonically; untouched neighbours keep their text.
+  s.json()["a"] = 2.25;
+  REQUIRE(s.serialize() == R"({"a":2.25,"b":1e3,"c":-0.0,"d":18446744073709551616,"e":[2.50E+1],"f":0.5,"g":-12})");
+}
+
+TEST_CASE("spec parse errors name line and column") {
+  try {
+    Spec::parse("{\n  \"a\": 1,\n  oops\n}");
+    FAIL("no error");
+  } catch (const Error& e) {
+    REQUIRE_THAT(e.what(), Catch::Contains("line 3"));
+  }
+}
+
+TEST_CASE("spec rejects non-objects, invalid UTF-8 and trailing garbage") {
+  REQUIRE_THROWS_AS(Spec::parse("[]"), Error);
+  REQUIRE_THROWS_AS(Spec::parse("{\"a\":\"\xff\"}"), Error);
+  REQUIRE_THROWS_AS(Spec::parse("{} {}"), Error);
+  REQUIRE_THROWS_AS(Spec::parse(""), Error);
+}
+
+TEST_CASE("spec repeated keys: last value wins, first position kept (as Go)") {
+  Spec s = Spec::parse(R"({"a":1,"b":2,"a":3})");
+  REQUIRE(s.serialize() == R"({"a":3,"b":2})");
+}
+
+TEST_CASE("spec typed accessors create on demand and refuse wrong types") {
+  Spec s = Spec::parse(R"({"linux":{"devices":"bad"}})");
+  s.object_at({"linux", "resources"})["x"] = 1;
+  REQUIRE(s.json()["linux"]["resources"]["x"] == 1);
+  REQUIRE_THROWS_WITH(s.array_at({"linux", "devices"}), Catch::Contains("linux.devices"));
+  REQUIRE(s.find({"linux", "nope"}) == nullptr);
+  REQUIRE(s.annotation("x") == std::nullopt);
+}
