@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real specshim binary against the recording fake runtime.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "container.h"
+#include "tempdir.h"
+
+namespace fs = std::filesystem;
+using namespace specshim::test;
+
+namespace {
+
+// Fixture: a temp dir with a bundle, a record dir, and a config pointing
+// [runtime] path at the recording runtime.
+struct Cli {
+  TempDir tmp;
+  fs::path bundle = tmp / "bundle";
+  fs::path record = tmp / "record";
+  fs::path config = tmp / "specshim.toml";
+  fs::path log = tmp / "bundle" / "log.json";
+  std::string spec_text = "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\"user\": {\"uid\": 0, \"gid\": 0}, \"args\": [\"sh\"]},\n  \"x-unknown\": {\"n\": 1.50}\n}\n";
+
+  Cli() {
+    fs::create_directories(bundle);
+    fs::create_directories(record);
+    write_file(bundle / "config.json", spec_text);
+    write_config("");
+  }
+  void write_config(const std::string& extra) {
+    write_file(config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n" + extra);
+  }
+  std::map<std::string, std::string> env(std::map<std::string, std::string> more = {}) const {
+    more["SPECSHIM_CONFIG"] = config.string();
+    more["RECORD_DIR"] = record.string();
+    return more;
+  }
+  ProcessResult shim(std::vector<std::string> args, std::map<std::string, std::string> more = {},
+                     const fs::path& cwd = {}) const {
+    args.insert(args.begin(), SPECSHIM_BINARY);
+    return run_process(args, env(std::move(more)), 10000, cwd);
+  }
+  bool runtime_ran() const { return fs::exists(record / "argv"); }
+  std::vector<std::string> recorded_argv() const {
+    std::string raw = read_file(record / "argv");
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < raw.size(); ++i)
+      if (raw[i] == '\0') out.push_back(raw.substr(start, i - start)), start = i + 1;
+    return out;
+  }
+  // last_error returns the msg of the last error line in --log ("" if none).
+  std::string last_error() const {
+    if (!fs::exists(log)) return "";
+    std::string text = read_file(log), msg;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      auto end = text.find('\n', start);
+      auto j = nlohmann::json::parse(text.substr(start, end - start));
+      if (j.value("level", "") == "error") msg = j.value("msg", "");
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return msg;
+  }
+  std::vector<std::string> create_args(std::vector<std::string> tail) const {
+    std::vector<std::string> a = {"--root", (tmp / "root").string(), "--log", log.string(), "--log-format", "json"};
+    a.insert(a.end(), tail.begin(), tail.end());
+    return a;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("passthrough verbs reach the runtime byte for byte, same pid, same env") {
+  Cli c;
+  std::vector<std::string> args = {"--root", "/run/x", "--log", c.log.string(), "--log-format", "json",
+                                   "exec", "--process", "/tmp/p.json", "ctr", "/bin/echo", "create", "",
+                                   "\xff\xfe raw bytes", "--bundle", "/nonexistent"};
+  auto r = c.shim(args, {{"SOME_VAR", "kept"}});
+  REQUIRE(r.exit_code == 0);
+  auto got = c.recorded_argv();
+  REQUIRE(got[0] == RECORDING_RUNTIME);
+  REQUIRE(std::vector<std::string>(got.begin() + 1, got.end()) == args);
+  REQUIRE(read_file(c.record / "pid") == std::to_string(r.pid));  // execve: same process
+  REQUIRE_THAT(read_file(c.record / "env"), Catch::Contains(std::string("SOME_VAR=kept\0", 14)));
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.empty());
+}
+
+TEST_CASE("non-create command lines are never taken for a create") {
+  auto args = GENERATE(values<std::vector<std::string>>({
+      {"exec", "ctr", "/bin/echo", "create"},
+      {"--log", "create", "state", "x"},
+      {"delete", "create"},
+      {"kill", "--all", "create", "9"},
+      {"state", "create"},
+      {"features"},
+      {},
+      {"no-such-verb", "--bundle", "."},
+  }));
+  Cli c;
+  write_file(c.bundle / "config.json", "{ broken json");  // a create would fail on this
+  auto r = c.shim(args, {}, c.bundle);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(c.runtime_ran());
+  REQUIRE(c.last_error().empty());
+}
+
+TEST_CASE("exit status and signals pass through") {
+  Cli c;
+  auto code = c.shim({"state", "x"}, {{"FAKE_EXIT", "42"}});
+  REQUIRE(code.exit_code == 42);
+  auto sig = c.shim({"create", "--bundle", c.bundle.string(), "id"}, {{"FAKE_SIGNAL", "9"}});
+  REQUIRE(sig.signaled);
+  REQUIRE(sig.exit_code == 128 + 9);
+}
+
+TEST_CASE("create with nothing to change leaves config.json byte-identical and prints nothing") {
+  Cli c;
+  struct stat before {};
+  ::stat((c.bundle / "config.json").c_str(), &before);
+  auto args = c.create_args({"create", "--bundle", c.bundle.string(), "--pid-file", (c.bundle / "init.pid").string(), "id1"});
+  auto r = c.shim(args);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.empty());
+  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);
+  struct stat after {};
+  ::stat((c.bundle / "config.json").c_str(), &after);
+  REQUIRE(after.st_ino == before.st_ino);  // not rewritten
+  auto got = c.recorded_argv();
+  REQUIRE(std::vector<std::string>(got.begin() + 1, got.end()) == args);
+  REQUIRE_FALSE(fs::exists(c.log));  // nothing logged on success
+}
+
+TEST_CASE("every bundle spelling finds the bundle, and the default is the cwd") {
+  Cli c;
+  write_file(c.bundle / "config.json", "{ not json");
+  auto form = GENERATE(as<std::string>{}, "--bundle", "--bundle=", "-b", "-b=", "-bundle", "cwd", "after-id");
+  std::vector<std::string> args = {"--log", c.log.string(), "--log-format", "json", "create"};
+  fs::path cwd;
+  if (form == "cwd") {
+    cwd = c.bundle;
+  } else if (form == "after-id") {
+    args.insert(args.end(), {"id", "--bundle", c.bundle.string()});
+  } else if (form.back() == '=') {
+    args.push_back(form + c.bundle.string());
+  } else {
+    args.insert(args.end(), {form, c.bundle.string()});
+  }
+  if (form != "after-id") args.push_back("id");
+  auto r = c.shim(args, {}, cwd);
+  INFO("form " << form);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_FALSE(c.runtime_ran());
+  REQUIRE_THAT(c.last_error(), Catch::StartsWith("specshim: parse `" + (c.bundle / "config.json").string() + "`: "));
+}
+
+TEST_CASE("bad config.json fails the create: error in --log, runtime not run, file untouched") {
+  struct Case {
+    std::string name, content, error;
+  };
+  auto k = GENERATE(values<Case>({
+      {"malformed", "{\"a\": [1, 2}", "parse `"},
+      {"not an object", "[1,2]", "spec is not a JSON object"},
+      {"non-UTF-8", "{\"a\": \"\xc3\x28\"}", "invalid string: ill-formed UTF-8 byte"},
+      {"empty", "", "parse `"},
+      {"oversized", std::string(16 * 1024 * 1024 + 1, ' '), "the limit is 16777216"},
+  }));
+  Cli c;
+  write_file(c.bundle / "config.json", k.content);
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  INFO(k.name);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_FALSE(c.runtime_ran());
+  REQUIRE_THAT(c.last_error(), Catch::Contains(k.error));
+  REQUIRE_THAT(c.last_error(), Catch::StartsWith("specshim: "));
+  REQUIRE(read_file(c.bundle / "config.json") == k.content);
+  REQUIRE(r.out.empty());
+}
+
+TEST_CASE("missing config.json and missing bundle are clear errors") {
+  Cli c;
+  fs::remove(c.bundle / "config.json");
+  c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE_THAT(c.last_error(), Catch::Contains("config.json`: No such file or directory"));
+  REQUIRE_FALSE(c.runtime_ran());
+}
+
+TEST_CASE("log format text, and no --log at all") {
+  Cli c;
+  write_file(c.bundle / "config.json", "nope");
+  c.shim({"--log", c.log.string(), "create", "--bundle", c.bundle.string(), "id"});
+  REQUIRE_THAT(read_file(c.log), Catch::Matches("time=\"[0-9T:Z-]+\" level=error msg=\"specshim: parse .*\"\n"));
+  auto r = c.shim({"create", "--bundle", c.bundle.string(), "id"});
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(r.err, Catch::Contains("level=error msg=\"specshim: parse"));
+}
+
+TEST_CASE("runtime lookup: configured path missing, PATH skips specshim itself") {
+  Cli c;
+  c.write_config("");
+  write_file(c.config, "[runtime]\npath = \"/nonexistent/runc\"\n");
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(c.last_error(), Catch::Contains("[runtime] path `/nonexistent/runc`: No such file or directory"));
+  // passthrough reports it too
+  auto p = c.shim({"--log", c.log.string(), "--log-format", "json", "state", "x"});
+  REQUIRE(p.exit_code == 1);
+
+  // specshim installed as `runc` first on PATH, the real one later.
+  fs::create_directories(c.tmp / "a");
+  fs::create_directories(c.tmp / "b");
+  fs::copy_file(SPECSHIM_BINARY, c.tmp / "a" / "runc");
+  fs::copy_file(RECORDING_RUNTIME, c.tmp / "b" / "runc");
+  write_file(c.config, "");
+  std::string path = (c.tmp / "a").string() + ":" + (c.tmp / "b").string();
+  auto q = run_process({(c.tmp / "a" / "runc").string(), "state", "x"}, c.env({{"PATH", path}}));
+  REQUIRE(q.exit_code == 0);
+  REQUIRE(c.recorded_argv()[0] == (c.tmp / "b" / "runc").string());
+
+  // Only specshim on PATH: a clear error, no recursion.
+  auto z = run_process({(c.tmp / "a" / "runc").string(), "--log", c.log.string(), "--log-format", "json", "state", "x"},
+                       c.env({{"PATH", (c.tmp / "a").string()}}));
+  REQUIRE(z.exit_code == 1);
+  REQUIRE_THAT(c.last_error(), Catch::Contains("no `runc` on PATH other than specshim itself"));
+}
+
+TEST_CASE("a broken specshim config fails create but never blocks delete") {
+  Cli c;
+  write_file(c.config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n[chain]\nno-such-key = 1\n");
+  auto del = c.shim({"--log", c.log.string(), "--log-format", "json", "delete", "--force", "id"});
+  REQUIRE(del.exit_code == 0);
+  REQUIRE(c.runtime_ran());
+  fs::remove(c.record / "argv");
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_FALSE(c.runtime_ran());
+  REQUIRE_THAT(c.last_error(), Catch::Contains("line 4: unknown key `chain.no-such-key`"));
+
+  // Not even TOML: passthrough falls back to the default lookup (runc on PATH).
+  write_file(c.config, "[runtime\n");
+  fs::create_directories(c.tmp / "bin");
+  fs::copy_file(RECORDING_RUNTIME, c.tmp / "bin" / "runc");
+  auto d2 = run_process({SPECSHIM_BINARY, "delete", "id"}, c.env({{"PATH", (c.tmp / "bin").string()}}));
+  REQUIRE(d2.exit_code == 0);
+  REQUIRE(c.recorded_argv()[0] == (c.tmp / "bin" / "runc").string());
+}
+
+TEST_CASE("unknown create flags are refused, not guessed") {
+  Cli c;
+  auto r = c.shim(c.create_args({"create", "--future-flag=x", "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(c.last_error(), Catch::Contains("flag `--future-flag=x` of `create` is unknown"));
+  REQUIRE_FALSE(c.runtime_ran());
+}
+
+TEST_CASE("version: prints specshim's version, then the runtime's") {
+  Cli c;
+  auto r = c.shim({"--version"});
+  REQUIRE_THAT(r.out, Catch::StartsWith("specshim version "));
+  REQUIRE(c.recorded_argv().back() == "--version");
+}
+
+TEST_CASE("dry-run prints the spec and writes nothing") {
+  Cli c;
+  auto r = c.shim({"dry-run", "--bundle", c.bundle.string(), "--config", c.config.string()});
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(nlohmann::ordered_json::parse(r.out) == nlohmann::ordered_json::parse(c.spec_text));
+  REQUIRE_THAT(r.out, Catch::Contains("1.50"));  // number text kept
+  auto d = c.shim({"dry-run", "--bundle", c.bundle.string(), "--format", "diff"});
+  REQUIRE(d.exit_code == 0);
+  REQUIRE(nlohmann::json::parse(d.out) == nlohmann::json::array());
+  REQUIRE_FALSE(c.runtime_ran());
+  write_file(c.bundle / "config.json", "{");
+  auto e = c.shim({"dry-run", "--bundle", c.bundle.string()});
+  REQUIRE(e.exit_code == 1);
+  REQUIRE_THAT(e.err, Catch::StartsWith("specshim dry-run: parse `"));
+  auto u = c.shim({"dry-run"});
+  REQUIRE(u.exit_code != 0);
+  REQUIRE_THAT(u.err, Catch::Contains("--bundle is required"));
+}
