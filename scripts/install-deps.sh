@@ -12,7 +12,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   runc containerd busybox-static hyperfine
   clang-14 libclang-rt-14-dev
-  iproute2 util-linux procps jq lintian file
+  iproute2 util-linux procps jq lintian file time
 )
 
 missing=()

@@ -45,14 +45,14 @@ std::string read_regular_file(const std::filesystem::path& path, std::size_t max
   if (static_cast<std::size_t>(st.st_size) > max_bytes)
     throw Error("read " + q(path) + ": file is " + std::to_string(st.st_size) + " bytes, the limit is " +
                 std::to_string(max_bytes));
+  // One byte more than fstat said, so a file that grew since is noticed.
   std::string out;
-  out.resize(static_cast<std::size_t>(st.st_size));
+  out.resize(std::min(static_cast<std::size_t>(st.st_size), max_bytes) + 1);
   std::size_t got = 0;
   for (;;) {
     if (got == out.size()) {
-      // The file may have grown since fstat: read on, up to the cap.
-      if (out.size() >= max_bytes + 1) break;
-      out.resize(std::min(max_bytes + 1, out.size() + 65536));
+      if (out.size() > max_bytes) break;
+      out.resize(std::min(max_bytes + 1, out.size() * 2));
     }
     ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
     if (n < 0) {
