@@ -17,3 +17,10 @@ if [ "${SPECSHIM_SKIP_SANITIZE:-0}" != 1 ]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --output-on-failure -j"$jobs" -L 'unit|golden|cli|component')
 fi
+
+if [ "${SPECSHIM_SKIP_FUZZ:-0}" != 1 ]; then
+  cmake -S . -B build-fuzz -DSPECSHIM_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DSPECSHIM_FUZZ_SECONDS="${SPECSHIM_FUZZ_SECONDS:-30}" >/dev/null
+  cmake --build build-fuzz -j"$jobs"
+  (cd build-fuzz && ctest --output-on-failure -j"$jobs" -L fuzz)
+fi
