@@ -14,6 +14,7 @@ namespace specshim {
 const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
+      {"passwd", make_passwd},
   };
   return entries;
 }

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: Apache-2.0
+// The passwd modifier: when the container's uid (gid) has no entry in the
+// image's /etc/passwd (/etc/group), it writes a copy of the image's file plus
+// one entry into the bundle and bind-mounts that copy read-only over the
+// file, so getpwuid()/getgrgid() resolve the platform-assigned ids without
+// changing the image. The rules and their reasons: docs/passwd.md.
+#include "passwd.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim {
+namespace passwd {
+namespace {
+
+// fields splits a line (without its '\n') at ':'; a trailing '\r' is dropped.
+std::vector<std::string_view> fields(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::vector<std::string_view> out;
+  for (;;) {
+    std::size_t colon = line.find(':');
+    out.push_back(line.substr(0, colon));
+    if (colon == std::string_view::npos) return out;
+    line.remove_prefix(colon + 1);
+  }
+}
+
+bool canonical_name(std::string_view name) {
+  return !name.empty() && name.find_first_of("#+- \t", 0) != 0 && name.find('\0') == std::string_view::npos;
+}
+
+// for_each_line calls f on every line of file, without its '\n'; f returns
+// true to stop.
+template <typename F>
+bool any_line(std::string_view file, F f) {
+  while (!file.empty()) {
+    std::size_t nl = file.find('\n');
+    if (f(file.substr(0, nl))) return true;
+    if (nl == std::string_view::npos) break;
+    file.remove_prefix(nl + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> parse_id(std::string_view s) {
+  if (s.empty() || s.size() > 10 || (s.size() > 1 && s.front() == '0')) return std::nullopt;
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v > kMaxId) return std::nullopt;
+  return static_cast<std::uint32_t>(v);
+}
+
+std::optional<PasswdEntry> parse_passwd_line(std::string_view line) {
+  auto f = fields(line);
+  if (f.size() != 7 || !canonical_name(f[0])) return std::nullopt;
+  auto uid = parse_id(f[2]);
+  auto gid = parse_id(f[3]);
+  if (!uid || !gid) return std::nullopt;
+  return PasswdEntry{std::string(f[0]), std::string(f[1]), *uid, *gid, std::string(f[4]),
+                     std::string(f[5]), std::string(f[6])};
+}
+
+std::optional<GroupEntry> parse_group_line(std::string_view line) {
+  auto f = fields(line);
+  if (f.size() != 4 || !canonical_name(f[0])) return std::nullopt;
+  auto gid = parse_id(f[2]);
+  if (!gid) return std::nullopt;
+  return GroupEntry{std::string(f[0]), std::string(f[1]), *gid, std::string(f[3])};
+}
+
+std::string format_passwd_line(const PasswdEntry& e) {
+  return fmt::format("{}:{}:{}:{}:{}:{}:{}", e.name, e.password, e.uid, e.gid, e.gecos, e.home, e.shell);
+}
+
+std::string format_group_line(const GroupEntry& e) {
+  return fmt::format("{}:{}:{}:{}", e.name, e.password, e.gid, e.members);
+}
+
+bool has_uid(std::string_view passwd_file, std::uint32_t uid) {
+  return any_line(passwd_file, [&](std::string_view l) {
+    auto e = parse_passwd_line(l);
+    return e && e->uid == uid;
+  });
+}
+
+bool has_gid(std::string_view group_file, std::uint32_t gid) {
+  return any_line(group_file, [&](std::string_view l) {
+    auto e = parse_group_line(l);
+    return e && e->gid == gid;
+  });
+}
+
+bool name_taken(std::string_view file, std::string_view name) {
+  return any_line(file, [&](std::string_view l) { return fields(l)[0] == name; });
+}
+
+std::string append_line(std::string_view file, std::string_view line) {
+  std::string out(file);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += line;
+  out += '\n';
+  return out;
+}
+
+std::optional<std::string> name_problem(std::string_view name) {
+  // The first character rule also makes an all-digit name impossible.
+  if (name.empty()) return "is empty";
+  if (name.size() > 32) return "is longer than 32 characters";
+  char c0 = name.front();
+  if (!((c0 >= 'a' && c0 <= 'z') || c0 == '_')) return "must start with a lowercase letter or '_'";
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return "may only hold a-z, 0-9, '_', '.' and '-'";
+  return std::nullopt;
+}
+
+std::optional<std::string> field_problem(std::string_view s) {
+  if (contains_control(s)) return "contains a control character";
+  if (s.find(':') != std::string_view::npos) return "contains ':'";
+  if (s.size() > kMaxField) return "is longer than " + std::to_string(kMaxField) + " bytes";
+  return std::nullopt;
+}
+
+std::optional<std::string> path_problem(std::string_view s) {
+  if (auto why = field_problem(s)) return why;
+  if (s.empty() || s.front() != '/') return "must be an absolute path";
+  return std::nullopt;
+}
+
+std::string Template::expand(std::uint32_t id) const {
+  std::string out = text;
+  std::string value = std::to_string(id);
+  for (std::size_t pos = 0; (pos = out.find(placeholder, pos)) != std::string::npos; pos += value.size())
+    out.replace(pos, placeholder.size(), value);
+  return out;
+}
+
+std::optional<std::string> Template::problem() const {
+  for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+    std::size_t close = text.find('}', open);
+    std::string_view used = std::string_view(text).substr(open, close == std::string::npos ? 1 : close - open + 1);
+    if (used != placeholder)
+      return fmt::format("unknown placeholder `{}`; only {} is allowed", printable(used), placeholder);
+  }
+  for (std::uint32_t id : {1u, kMaxId}) {
+    std::string name = expand(id);
+    if (auto why = name_problem(name)) return fmt::format("expands to `{}`, which {}", printable(name), *why);
+  }
+  return std::nullopt;
+}
+
+bool writable_by(const struct stat& st, std::uint32_t uid, std::uint32_t gid,
+                 const std::vector<std::uint32_t>& additional_gids) {
+  if (st.st_uid == uid) return st.st_mode & S_IWUSR;
+  bool member =
+      st.st_gid == gid || std::find(additional_gids.begin(), additional_gids.end(), st.st_gid) != additional_gids.end();
+  if (member) return st.st_mode & S_IWGRP;
+  return st.st_mode & S_IWOTH;
+}
+
+std::string printable(std::string_view s) {
+  if (contains_control(s)) return fmt::format("<{} bytes holding control characters>", s.size());
+  if (s.size() > 64) return std::string(s.substr(0, 61)) + "...";
+  return std::string(s);
+}
+
+}  // namespace passwd
+
+namespace {
+
+using namespace passwd;
+
+constexpr std::size_t kMaxFileBytes = 10 << 20;  // as containerd's user-file reader
+constexpr std::string_view kNameAnnotation = "specshim.io/passwd-name";
+constexpr std::string_view kHomeAnnotation = "specshim.io/passwd-home";
+constexpr const char* kMountOptions[] = {"rbind", "ro", "nosuid", "nodev", "noexec", "rprivate"};
+
+struct Options {
+  Template user_name{"user{uid}", "{uid}"};
+  Template group_name{"group{gid}", "{gid}"};
+  std::string gecos = "specshim runtime user";
+  std::optional<std::string> home;  // unset: the spec's HOME, else /tmp
+  std::string shell = "/sbin/nologin";
+  bool allow_annotations = false;
+};
+
+// DbFile is one of the two files the modifier manages: where the container
+// sees it and the fixed name of its copy in the bundle.
+struct DbFile {
+  std::string_view path;
+  std::string_view bundle_name;
+};
+constexpr DbFile kPasswdFile{"/etc/passwd", "specshim-passwd"};
+constexpr DbFile kGroupFile{"/etc/group", "specshim-group"};
+
+// Identity is the container process's credentials from process.user.
+struct Identity {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::uint32_t> additional_gids;
+};
+
+// Overrides are the tenant's annotations, already validated.
+struct Overrides {
+  std::optional<std::string> name;
+  std::optional<std::string> home;
+};
+
+void skip(const DbFile& f, std::string_view why) {
+  log::debug("passwd: leave {} alone: {}", f.path, why);
+}
+void skip_all(std::string_view why) {
+  log::debug("passwd: leave the container alone: {}", why);
+}
+
+std::optional<std::uint32_t> json_id(const Json* v) {
+  if (!v || !v->is_number_unsigned()) return std::nullopt;
+  auto n = v->get<std::uint64_t>();
+  if (n > kMaxId) return std::nullopt;
+  return static_cast<std::uint32_t>(n);
+}
+
+// identity reads process.user. A missing uid or gid is 0, as runc reads it.
+std::optional<Identity> identity(const Spec& spec) {
+  const Json* user = spec.find({"process", "user"});
+  if (!user) {
+    skip_all("the spec has no process.user");
+    return std::nullopt;
+  }
+  Identity id;
+  for (auto [key, out] : {std::pair{"uid", &id.uid}, std::pair{"gid", &id.gid}}) {
+    const Json* v = user->is_object() && user->contains(key) ? &(*user)[key] : nullptr;
+    if (!v) continue;
+    auto n = json_id(v);
+    if (!n) {
+      skip_all(fmt::format("process.user.{} {} is not a usable id (0 to {})", key, v->dump(), kMaxId));
+      return std::nullopt;
+    }
+    *out = *n;
+  }
+  if (const Json* extra = spec.find({"process", "user", "additionalGids"}); extra && extra->is_array())
+    for (const auto& g : *extra)
+      if (auto n = json_id(&g)) id.additional_gids.push_back(*n);
+  return id;
+}
+
+bool has_user_namespace(const Spec& spec) {
+  if (const Json* ns = spec.find({"linux", "namespaces"}); ns && ns->is_array())
+    for (const auto& n : *ns)
+      if (n.is_object() && n.value("type", "") == "user") return true;
+  for (auto key : {"uidMappings", "gidMappings"})
+    if (const Json* m = spec.find({"linux", key}); m && m->is_array() && !m->empty()) return true;
+  return false;
+}
+
+// covers reports whether a mount at destination hides target: the same path
+// or one of its parents, compared after lexical cleaning ("//etc/./passwd",
+// "/etc/"). A relative destination is read from "/", as runc does.
+bool covers(const std::string& destination, std::string_view target) {
+  std::string d = (std::filesystem::path("/") / destination).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  if (d == "/" || d == target) return true;
+  return target.size() > d.size() && target.compare(0, d.size(), d) == 0 && target[d.size()] == '/';
+}
+
+// mount_over returns the spec mount that hides f, if any.
+const Json* mount_over(const Spec& spec, const DbFile& f) {
+  const Json* mounts = spec.find({"mounts"});
+  if (!mounts || !mounts->is_array()) return nullptr;
+  for (const auto& m : *mounts)
+    if (m.is_object() && m.contains("destination") && m["destination"].is_string() &&
+        covers(m["destination"].get<std::string>(), f.path))
+      return &m;
+  return nullptr;
+}
+
+std::optional<std::string> tenant_annotation(const Spec& spec, std::string_view key, bool allowed) {
+  auto v = spec.annotation(key);
+  if (v && !allowed) {
+    log::debug("passwd: ignore annotation {}: [passwd] allow-annotations is false", key);
+    return std::nullopt;
+  }
+  return v;
+}
+
+// overrides validates the tenant's annotations. A bad one fails the create,
+// whatever else the modifier would decide: it is an explicit request that
+// cannot be honoured.
+Overrides overrides(const Spec& spec, bool allowed) {
+  Overrides o;
+  if ((o.name = tenant_annotation(spec, kNameAnnotation, allowed)))
+    if (auto why = name_problem(*o.name))
+      throw Error(fmt::format("annotation `{}`: `{}` is not a valid user name: it {}", kNameAnnotation,
+                              printable(*o.name), *why));
+  if ((o.home = tenant_annotation(spec, kHomeAnnotation, allowed)))
+    if (auto why = path_problem(*o.home))
+      throw Error(fmt::format("annotation `{}`: `{}` is not a valid home directory: it {}", kHomeAnnotation,
+                              printable(*o.home), *why));
+  return o;
+}
+
+class PasswdModifier : public Modifier {
+ public:
+  explicit PasswdModifier(Options o) : opt_(std::move(o)) {}
+  std::string_view name() const override { return "passwd"; }
+
+  void apply(Spec& spec, Context& ctx) override {
+    Overrides over = overrides(spec, opt_.allow_annotations);
+    auto id = identity(spec);
+    if (!id) return;
+    if (id->uid == 0) return skip_all("uid 0 is root, which every image resolves; root is never synthesised");
+    if (has_user_namespace(spec))
+      return skip_all("the spec has a user namespace; process.user holds in-container ids (see docs/passwd.md)");
+    std::filesystem::path rootfs = ctx.rootfs(spec);
+    if (rootfs.empty()) return skip_all("the spec has no root.path");
+
+    add_user(spec, ctx, rootfs, *id, over);
+    if (id->gid == 0) return skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
+    add_group(spec, ctx, rootfs, *id);
+  }
+
+ private:
+  void add_user(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
+                const Overrides& over) const {
+    auto image = image_file(spec, ctx, rootfs, kPasswdFile, id);
+    if (!image) return;
+    if (has_uid(*image, id.uid)) return skip(kPasswdFile, fmt::format("uid {} has an entry in the image", id.uid));
+    std::string user = over.name ? *over.name : opt_.user_name.expand(id.uid);
+    if (name_taken(*image, user))
+      return skip(kPasswdFile, fmt::format("the name `{}` is already used in the image's file", user));
+    PasswdEntry e{user, "x", id.uid, id.gid, opt_.gecos, home(spec, over), opt_.shell};
+    add(spec, ctx, kPasswdFile, append_line(*image, format_passwd_line(e)));
+  }
+
+  void add_group(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id) const {
+    auto image = image_file(spec, ctx, rootfs, kGroupFile, id);
+    if (!image) return;
+    if (has_gid(*image, id.gid)) return skip(kGroupFile, fmt::format("gid {} has an entry in the image", id.gid));
+    std::string group = opt_.group_name.expand(id.gid);
+    if (name_taken(*image, group))
+      return skip(kGroupFile, fmt::format("the name `{}` is already used in the image's file", group));
+    add(spec, ctx, kGroupFile, append_line(*image, format_group_line(GroupEntry{group, "x", id.gid, ""})));
+  }
+
+  // image_file returns the image's copy of f to patch ("" when the image has
+  // none), or nullopt when f must be left alone; it logs why.
+  std::optional<std::string> image_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
+                                        const DbFile& f, const Identity& id) const {
+    if (const Json* m = mount_over(spec, f)) {
+      std::string source = m->value("source", "");
+      skip(f, source == (ctx.bundle / f.bundle_name).string()
+                  ? std::string("specshim already mounts its copy there")
+                  : fmt::format("the spec already mounts `{}` at `{}`", printable(source),
+                                printable((*m)["destination"].get<std::string>())));
+      return std::nullopt;
+    }
+    std::optional<fs::RootFile> file;
+    try {
+      file = fs::read_file_in_root(rootfs, f.path, kMaxFileBytes);
+    } catch (const Error& e) {
+      skip(f, describe(e));
+      return std::nullopt;
+    }
+    if (!file) return std::string();
+    if (file->content.find('\0') != std::string::npos) {
+      skip(f, "the image's file holds NUL bytes, so it is not a text database");
+      return std::nullopt;
+    }
+    const Json* readonly = spec.find({"root", "readonly"});
+    bool root_ro = readonly && readonly->is_boolean() && readonly->get<bool>();
+    if (!root_ro && writable_by(file->st, id.uid, id.gid, id.additional_gids)) {
+      skip(f, fmt::format("the image's file (mode {:o}, owner {}:{}) is writable by uid {}, so the image manages it",
+                          file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, id.uid));
+      return std::nullopt;
+    }
+    return std::move(file->content);
+  }
+
+  // home picks the entry's home: the annotation, the config, the spec's HOME,
+  // else /tmp. HOME is tenant input, so it passes the same check as the rest.
+  std::string home(const Spec& spec, const Overrides& over) const {
+    if (over.home) return *over.home;
+    if (opt_.home) return *opt_.home;
+    const Json* env = spec.find({"process", "env"});
+    std::string value;
+    if (env && env->is_array())
+      for (const auto& e : *env)
+        if (e.is_string() && e.get_ref<const std::string&>().rfind("HOME=", 0) == 0) {
+          value = e.get<std::string>().substr(5);  // the first one wins, as getenv reads it
+          break;
+        }
+    if (value.empty()) return "/tmp";
+    if (auto why = path_problem(value))
+      throw Error(fmt::format("process.env `HOME`: `{}` cannot be the home of the passwd entry: it {}",
+                              printable(value), *why));
+    return value;
+  }
+
+  static void add(Spec& spec, Context& ctx, const DbFile& f, std::string content) {
+    std::filesystem::path source = ctx.bundle / f.bundle_name;
+    log::debug("passwd: mount {} over {}", source.string(), f.path);
+    ctx.bundle_files[std::string(f.bundle_name)] = BundleFile{std::move(content), 0644};
+    Json mount = Json::object();
+    mount["destination"] = f.path;
+    mount["type"] = "bind";
+    mount["source"] = source.string();
+    mount["options"] = Json::array();
+    for (const char* o : kMountOptions) mount["options"].push_back(o);
+    spec.array_at({"mounts"}).push_back(std::move(mount));
+  }
+
+  Options opt_;
+};
+
+void read_text(config::Section& s, std::string_view key, std::string& out,
+               std::optional<std::string> (*check)(std::string_view)) {
+  if (auto v = s.string(key)) {
+    if (auto why = check(*v)) s.fail(key, fmt::format("`{}` {}", printable(*v), *why));
+    out = *v;
+  }
+}
+
+void read_template(config::Section& s, std::string_view key, Template& t) {
+  if (auto v = s.string(key)) t.text = *v;
+  if (auto why = t.problem()) s.fail(key, *why);
+}
+
+}  // namespace
+
+std::unique_ptr<Modifier> make_passwd(config::Section& s) {
+  Options o;
+  bool enabled = s.boolean("enabled").value_or(true);
+  read_template(s, "name-template", o.user_name);
+  read_template(s, "group-name-template", o.group_name);
+  read_text(s, "gecos", o.gecos, field_problem);
+  std::string home;
+  read_text(s, "home", home, path_problem);
+  if (!home.empty()) o.home = home;
+  read_text(s, "shell", o.shell, path_problem);
+  o.allow_annotations = s.boolean("allow-annotations").value_or(false);
+  if (!enabled) return nullptr;
+  return std::make_unique<PasswdModifier>(std::move(o));
+}
+
+}  // namespace specshim
