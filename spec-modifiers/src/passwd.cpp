@@ -116,6 +116,7 @@ std::string append_line(std::string_view file, std::string_view line) {
 std::optional<std::string> name_problem(std::string_view name) {
   // The first character rule also makes an all-digit name impossible.
   if (name.empty()) return "is empty";
+  if (contains_control(name)) return "contains a control character";
   if (name.size() > 32) return "is longer than 32 characters";
   char c0 = name.front();
   if (!((c0 >= 'a' && c0 <= 'z') || c0 == '_')) return "must start with a lowercase letter or '_'";
