@@ -381,7 +381,7 @@ class PasswdModifier : public Modifier {
     const Json* readonly = spec.find({"root", "readonly"});
     bool root_ro = readonly && readonly->is_boolean() && readonly->get<bool>();
     if (!root_ro && writable_by(file->st, id.uid, id.gid, id.additional_gids)) {
-      skip(f, fmt::format("the image's file (mode {:o}, owner {}:{}) is writable by uid {}, so the image manages it",
+      skip(f, fmt::format("the image's file (mode {:04o}, owner {}:{}) is writable by uid {}, so the image manages it",
                           file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, id.uid));
       return std::nullopt;
     }
