@@ -17,6 +17,43 @@ constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
 const toml::table& tbl(const void* p) { return *static_cast<const toml::table*>(p); }
 
+// first_bare_non_ascii returns the 1-based line of the first byte >= 0x80
+// outside strings and comments, or 0. Such text is never valid TOML (bare keys
+// are ASCII), and toml++ 3.3 reaches __builtin_unreachable() on some of it
+// (its non-ASCII whitespace table), so it is rejected before toml++ sees it.
+std::size_t first_bare_non_ascii(std::string_view t) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '#') {
+      while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const std::string triple(3, c);
+      bool multi = t.substr(i, 3) == triple;
+      for (i += multi ? 3 : 1; i < t.size(); ++i) {
+        if (t[i] == '\n') {
+          if (!multi) break;
+          ++line;
+        }
+        if (c == '"' && t[i] == '\\') {
+          if (++i < t.size() && t[i] == '\n') ++line;
+          continue;
+        }
+        if (t[i] == c && (!multi || t.substr(i, 3) == triple)) break;
+      }
+      if (multi && i < t.size()) {
+        i += 2;
+        while (i + 1 < t.size() && t[i + 1] == c) ++i;  // up to two quotes may end the string's content
+      }
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      return line;
+    }
+  }
+  return 0;
+}
+
 std::string line_of(const toml::node& n) {
   auto line = n.source().begin.line;
   return line ? "line " + std::to_string(line) + ": " : "";
@@ -176,6 +213,9 @@ Document Document::parse(std::string_view text, std::string file_name) {
   Document d;
   d.file_ = std::move(file_name);
   d.exists_ = true;
+  if (auto line = first_bare_non_ascii(text))
+    throw Error("config `" + d.file_ + "`: line " + std::to_string(line) +
+                ": non-ASCII character outside a string or comment");
   try {
     auto t = std::make_shared<toml::table>(toml::parse(text, d.file_));
     d.table_ = std::static_pointer_cast<const void>(std::shared_ptr<const toml::table>(std::move(t)));

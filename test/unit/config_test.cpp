@@ -54,3 +54,18 @@ TEST_CASE("config arrays of tables get indexed names") {
   REQUIRE(rs[0].string("name") == "a");
   REQUIRE_THROWS_WITH(rs[1].string("name"), "config `c.toml`: line 4: `r[1].name`: must be a string");
 }
+
+TEST_CASE("config non-ASCII outside strings is refused before the TOML parser sees it") {
+  // U+FEF7 between tokens sent toml++ 3.3 into __builtin_unreachable (found by fuzz:config).
+  REQUIRE_THROWS_WITH(config::Document::parse("h\xef\xbb\xb7osgd]\n", "f.toml"),
+                      "config `f.toml`: line 1: non-ASCII character outside a string or comment");
+  REQUIRE_THROWS_WITH(config::Document::parse("a = 1\n\xc3\xa9 = 2\n", "f.toml"), Catch::Contains("line 2: non-ASCII"));
+  // Inside strings and comments it is fine.
+  auto doc = config::Document::parse(
+      "# caf\xc3\xa9\na = \"\xc3\xa9\\\"\"\nb = '\xc3\xa9'\nc = \"\"\"x\n\xc3\xa9\"\"\"\nd = '''\xc3\xa9'''\n", "f.toml");
+  auto root = doc.root();
+  REQUIRE(root.string("a") == "\xc3\xa9\"");
+  REQUIRE(root.string("b") == "\xc3\xa9");
+  REQUIRE(root.string("c") == "x\n\xc3\xa9");
+  REQUIRE(root.string("d") == "\xc3\xa9");
+}
