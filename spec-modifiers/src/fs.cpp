@@ -120,13 +120,13 @@ void write_file_atomic(const std::filesystem::path& dir, std::string_view name, 
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  fault_point("after-temp-write");
+  fault_point(name, "after-temp-write");
   if (::fsync(fd.get()) != 0) fail("fsync " + q(tmp));
   if (::close(fd.release()) != 0) fail("close " + q(tmp));
-  fault_point("before-rename");
+  fault_point(name, "before-rename");
   if (::renameat(dfd.get(), tmp_name.c_str(), dfd.get(), std::string(name).c_str()) != 0)
     fail("rename " + q(tmp) + " to " + q(target));
-  fault_point("after-rename");
+  fault_point(name, "after-rename");
   if (::fsync(dfd.get()) != 0) throw_errno("fsync " + q(dir));
 }
 
@@ -262,9 +262,13 @@ std::optional<RootFile> read_file_in_root(const std::filesystem::path& root, con
   return file;
 }
 
-void fault_point(const char* point) {
+void fault_point(std::string_view file, std::string_view point) {
   static const char* armed = std::getenv("SPECSHIM_FAULT");
-  if (armed && std::strcmp(armed, point) == 0) ::kill(::getpid(), SIGKILL);
+  if (!armed) return;
+  std::string_view want(armed);
+  if (want.size() == file.size() + 1 + point.size() && want.substr(0, file.size()) == file &&
+      want[file.size()] == ':' && want.substr(file.size() + 1) == point)
+    ::kill(::getpid(), SIGKILL);
 }
 
 }  // namespace specshim::fs

@@ -91,8 +91,9 @@ struct RootFile {
 std::optional<RootFile> read_file_in_root(const std::filesystem::path& root, const std::filesystem::path& relative,
                                           std::size_t max_bytes, Resolve how = Resolve::automatic);
 
-// fault_point is a test hook: when SPECSHIM_FAULT names this point, the
+// fault_point is a test hook: when SPECSHIM_FAULT is "<file>:<point>" (e.g.
+// "config.json:before-rename"), the
 // process kills itself with SIGKILL right there (see test/hardening).
-void fault_point(const char* point);
+void fault_point(std::string_view file, std::string_view point);
 
 }  // namespace specshim::fs
