@@ -93,7 +93,7 @@ std::optional<RootFile> read_file_in_root(const std::filesystem::path& root, con
 
 // fault_point is a test hook: when SPECSHIM_FAULT is "<file>:<point>" (e.g.
 // "config.json:before-rename"), the
-// process kills itself with SIGKILL right there (see test/hardening).
+// process kills itself with SIGKILL right there (test/integration/faults_test.cpp).
 void fault_point(std::string_view file, std::string_view point);
 
 }  // namespace specshim::fs
