@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader for the kubelet device manager's checkpoint,
+// <kubelet-root>/device-plugins/kubelet_internal_checkpoint. It holds, per
+// (pod UID, container, resource), the device IDs and the exact Allocate
+// answer the kubelet used, so specshim can learn an allocation without
+// calling Allocate again (unsafe for plugins that change state on Allocate).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/kubelet/types.h"
+
+namespace specshim::kubelet {
+
+// Checkpoint is a parsed checkpoint file. Every layout the kubelet ever
+// wrote is accepted: DeviceIDs as a flat list (<= 1.19) or as a map of NUMA
+// node -> IDs (1.20+); unknown keys are ignored and the Go checksum is not
+// verified (it cannot be reproduced outside Go). AllocResp is decoded only
+// for the entries asked for, so one bad entry of another pod does not stop
+// this one.
+class Checkpoint {
+ public:
+  // read parses file; nullopt when it does not exist. Throws Protocol for a
+  // malformed file and Error when it cannot be read; messages name the file.
+  static std::optional<Checkpoint> read(const std::filesystem::path& file);
+  // parse reads checkpoint text; name is the file named in messages.
+  static Checkpoint parse(std::string_view text, std::string name);
+
+  // entries returns the entries of one container, AllocResp decoded.
+  std::vector<CheckpointEntry> entries(std::string_view pod_uid, std::string_view container) const;
+  // registered_devices is Data.RegisteredDevices: healthy IDs per resource.
+  const ResourceDevices& registered_devices() const { return registered_; }
+  std::size_t size() const { return raw_.size(); }
+
+ private:
+  struct RawEntry {
+    std::string pod_uid;
+    std::string container;
+    std::string resource;
+    std::vector<std::string> device_ids;
+    std::optional<std::string> alloc_resp;  // protobuf bytes, base64-decoded
+  };
+  std::string name_;
+  std::vector<RawEntry> raw_;
+  ResourceDevices registered_;
+};
+
+// decode_allocate_response decodes a serialized v1beta1
+// ContainerAllocateResponse (protobuf wire format). Unknown fields are
+// skipped; truncated or malformed bytes throw Protocol.
+AllocateResponse decode_allocate_response(std::string_view bytes);
+
+// base64_decode decodes standard base64 (Go's encoding for []byte in JSON);
+// throws Protocol on anything else.
+std::string base64_decode(std::string_view text);
+
+}  // namespace specshim::kubelet
