@@ -10,8 +10,12 @@ namespace specshim::kubelet {
 
 namespace fs = std::filesystem;
 
-fs::path pod_resources_socket(const fs::path& kubelet_root) { return kubelet_root / "pod-resources" / "kubelet.sock"; }
-fs::path device_plugin_dir(const fs::path& kubelet_root) { return kubelet_root / "device-plugins"; }
+fs::path pod_resources_socket(const fs::path& kubelet_root) {
+  return kubelet_root / "pod-resources" / "kubelet.sock";
+}
+fs::path device_plugin_dir(const fs::path& kubelet_root) {
+  return kubelet_root / "device-plugins";
+}
 fs::path checkpoint_file(const fs::path& kubelet_root) {
   return device_plugin_dir(kubelet_root) / "kubelet_internal_checkpoint";
 }
@@ -32,8 +36,7 @@ std::vector<fs::path> plugin_sockets(const fs::path& dir) {
   return out;
 }
 
-std::optional<CheckpointEntry> KubeletClient::checkpoint_entry(const std::string& pod_uid,
-                                                               const std::string& container,
+std::optional<CheckpointEntry> KubeletClient::checkpoint_entry(const std::string& pod_uid, const std::string& container,
                                                                const std::string& resource) {
   for (auto& e : checkpoint(pod_uid, container))
     if (e.resource == resource) return std::move(e);
@@ -106,7 +109,10 @@ fs::path ClientBase::plugin_for_resource(const std::string& resource, const std:
   std::string what = "find device plugin for `" + resource + "` in `" + dir.string() + "`";
   if (want.empty()) throw NotFound(what + ": no device IDs to match (none given, none registered in the checkpoint)");
 
-  std::vector<PluginInfo> plugins = list_plugins(budget);
+  // Probes get a quarter of what is left, so one hung plugin cannot eat the
+  // time the Allocate that follows needs.
+  Budget probe(budget.remaining() / 4);
+  std::vector<PluginInfo> plugins = list_plugins(probe);
   std::vector<std::string> matches, checked;
   for (const auto& p : plugins) {
     if (serves_all(p, want)) matches.push_back(p.socket.filename().string());
@@ -117,8 +123,10 @@ fs::path ClientBase::plugin_for_resource(const std::string& resource, const std:
   if (matches.size() > 1)
     throw NotFound(what + ": several plugins list devices " + join(want) + ": " + join(matches) +
                    "; set the socket in [[device-plugin.resources]]");
-  if (budget.expired()) throw DeadlineExceeded(what + ": budget of " + std::to_string(budget.total().count()) +
-                                               " ms ran out (" + join(checked, "; ") + ")");
+  // A probe that ran out of time may have been the plugin asked for.
+  if (probe.expired())
+    throw DeadlineExceeded(what + ": not every plugin answered within " + std::to_string(probe.total().count()) +
+                           " ms, and none that did lists devices " + join(want) + " (" + join(checked, "; ") + ")");
   throw NotFound(what + ": no plugin lists devices " + join(want) +
                  (checked.empty() ? " (no plugin sockets)" : " (" + join(checked, "; ") + ")"));
 }

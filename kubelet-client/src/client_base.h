@@ -16,8 +16,7 @@ class ClientBase : public KubeletClient {
   explicit ClientBase(ClientOptions options) : options_(std::move(options)) {}
 
   std::filesystem::path plugin_for_resource(const std::string& resource, const std::string& configured,
-                                            const std::vector<std::string>& device_ids,
-                                            const Budget& budget) override;
+                                            const std::vector<std::string>& device_ids, const Budget& budget) override;
   std::vector<CheckpointEntry> checkpoint(const std::string& pod_uid, const std::string& container) override;
 
  protected:

@@ -38,11 +38,16 @@ ErrorKind error_kind_from(std::string_view name) {
 
 void throw_error(ErrorKind kind, const std::string& message) {
   switch (kind) {
-    case ErrorKind::unavailable: throw Unavailable(message);
-    case ErrorKind::deadline: throw DeadlineExceeded(message);
-    case ErrorKind::not_found: throw NotFound(message);
-    case ErrorKind::protocol: throw Protocol(message);
-    case ErrorKind::other: break;
+    case ErrorKind::unavailable:
+      throw Unavailable(message);
+    case ErrorKind::deadline:
+      throw DeadlineExceeded(message);
+    case ErrorKind::not_found:
+      throw NotFound(message);
+    case ErrorKind::protocol:
+      throw Protocol(message);
+    case ErrorKind::other:
+      break;
   }
   throw Error(message);
 }

@@ -31,9 +31,10 @@ constexpr milliseconds kRateLimitBackoff{30};
 
 std::string code_name(grpc::StatusCode code) {
   static constexpr std::array<const char*, 17> names = {
-      "OK",        "CANCELLED",         "UNKNOWN",      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-      "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   auto i = static_cast<std::size_t>(code);
   return i < names.size() ? names[i] : "code " + std::to_string(i);
 }
@@ -59,20 +60,24 @@ struct Call {
   }
 
   void deadline(grpc::ClientContext& ctx) const {
-    ctx.set_deadline(std::chrono::system_clock::now() + budget.remaining());
+    ctx.set_deadline(std::chrono::system_clock::now() + (budget.deadline() - Budget::Clock::now()));
   }
 
   [[noreturn]] void fail(const grpc::Status& s) const {
     std::string msg = what() + ": " + code_name(s.error_code()) + ": " + s.error_message();
     switch (s.error_code()) {
       case grpc::StatusCode::UNAVAILABLE:
-      case grpc::StatusCode::CANCELLED: throw Unavailable(msg);
+      case grpc::StatusCode::CANCELLED:
+        throw Unavailable(msg);
       case grpc::StatusCode::DEADLINE_EXCEEDED:
         throw DeadlineExceeded(what() + ": no answer within the budget of " + std::to_string(budget.total().count()) +
                                " ms");
-      case grpc::StatusCode::NOT_FOUND: throw NotFound(msg);
-      case grpc::StatusCode::RESOURCE_EXHAUSTED: throw Unavailable(msg + " (after one retry)");
-      default: throw Error(msg);
+      case grpc::StatusCode::NOT_FOUND:
+        throw NotFound(msg);
+      case grpc::StatusCode::RESOURCE_EXHAUSTED:
+        throw Unavailable(msg + " (after one retry)");
+      default:
+        throw Error(msg);
     }
   }
 

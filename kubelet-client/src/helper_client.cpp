@@ -37,7 +37,9 @@ namespace {
 // once; this much more is allowed before it is presumed stuck and killed.
 constexpr std::chrono::milliseconds kGrace{50};
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 int ms_until(Clock::time_point t) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
@@ -50,8 +52,7 @@ class HelperClient final : public ClientBase {
   ~HelperClient() override { stop(); }
 
   PodResources pod_resources(const std::string& ns, const std::string& name, const Budget& budget) override {
-    return rpc("pod_resources", {{"namespace", ns}, {"name", name}}, budget, "Get", pr_socket())
-        .get<PodResources>();
+    return rpc("pod_resources", {{"namespace", ns}, {"name", name}}, budget, "Get", pr_socket()).get<PodResources>();
   }
 
   ResourceDevices allocatable(const Budget& budget) override {
@@ -86,7 +87,8 @@ class HelperClient final : public ClientBase {
     if (pid_ < 0) start(what);
     args["op"] = op;
     args["total_ms"] = budget.total().count();
-    args["deadline_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(budget.deadline().time_since_epoch()).count();
+    args["deadline_ns"] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(budget.deadline().time_since_epoch()).count();
     Clock::time_point give_up = budget.deadline() + kGrace;
     send_line(args.dump() + "\n", give_up, what, budget);
     json reply = parse_reply(read_line(give_up, what, budget), what);
@@ -215,7 +217,9 @@ class HelperClient final : public ClientBase {
   std::string buffer_;
 };
 
-bool executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p); }
+bool executable(const fs::path& p) {
+  return ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p);
+}
 
 }  // namespace
 

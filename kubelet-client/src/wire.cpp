@@ -45,11 +45,20 @@ class Reader {
 
   void skip(std::uint32_t wire_type) {
     switch (wire_type) {
-      case kVarint: varint(); return;
-      case kFixed64: advance(8); return;
-      case kLength: bytes(); return;
-      case kFixed32: advance(4); return;
-      default: fail("unsupported wire type " + std::to_string(wire_type));
+      case kVarint:
+        varint();
+        return;
+      case kFixed64:
+        advance(8);
+        return;
+      case kLength:
+        bytes();
+        return;
+      case kFixed32:
+        advance(4);
+        return;
+      default:
+        fail("unsupported wire type " + std::to_string(wire_type));
     }
   }
 
@@ -173,14 +182,20 @@ AllocateResponse decode_allocate_response(std::string_view bytes) {
         out.envs.insert_or_assign(std::move(k), std::move(v));
         break;
       }
-      case 2: out.mounts.push_back(decode_mount(sub)); break;
-      case 3: out.devices.push_back(decode_device(sub)); break;
+      case 2:
+        out.mounts.push_back(decode_mount(sub));
+        break;
+      case 3:
+        out.devices.push_back(decode_device(sub));
+        break;
       case 4: {
         auto [k, v] = decode_map_entry(sub);
         out.annotations.insert_or_assign(std::move(k), std::move(v));
         break;
       }
-      case 5: out.cdi_devices.push_back(decode_cdi_device(sub)); break;
+      case 5:
+        out.cdi_devices.push_back(decode_cdi_device(sub));
+        break;
     }
   }
   return out;

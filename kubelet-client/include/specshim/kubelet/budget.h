@@ -24,7 +24,10 @@ class Budget {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     return left.count() > 0 ? left : std::chrono::milliseconds(0);
   }
-  bool expired() const { return Clock::now() >= deadline_; }
+  // expired is true once less than a millisecond is left: no call can be
+  // answered in that time, and it keeps "the deadline fired" and "the budget
+  // is spent" in agreement across clocks.
+  bool expired() const { return remaining().count() == 0; }
 
  private:
   std::chrono::milliseconds total_;

@@ -25,7 +25,8 @@ inline constexpr const char* kDefaultKubeletRoot = "/var/lib/kubelet";
 // Paths below the kubelet root (--root-dir).
 std::filesystem::path pod_resources_socket(const std::filesystem::path& kubelet_root);  // pod-resources/kubelet.sock
 std::filesystem::path device_plugin_dir(const std::filesystem::path& kubelet_root);     // device-plugins/
-std::filesystem::path checkpoint_file(const std::filesystem::path& kubelet_root);       // device-plugins/kubelet_internal_checkpoint
+std::filesystem::path checkpoint_file(
+    const std::filesystem::path& kubelet_root);  // device-plugins/kubelet_internal_checkpoint
 
 // plugin_sockets lists the device-plugin sockets in dir (every *.sock that
 // is a socket, except the kubelet's own kubelet.sock), sorted by name.
@@ -50,8 +51,10 @@ class KubeletClient {
   // empty, relative to the device-plugins directory; it must exist.
   // Otherwise every plugin socket is asked for its devices (ListAndWatch) and
   // the one serving all of device_ids is chosen; with no device_ids, the
-  // checkpoint's RegisteredDevices for resource are matched. NotFound when no
-  // plugin (or more than one) matches.
+  // checkpoint's RegisteredDevices for resource are matched. These probes
+  // run in parallel with a quarter of the remaining budget. NotFound when no
+  // plugin (or more than one) matches; DeadlineExceeded when none matched
+  // but some did not answer in time.
   virtual std::filesystem::path plugin_for_resource(const std::string& resource, const std::string& configured,
                                                     const std::vector<std::string>& device_ids,
                                                     const Budget& budget) = 0;
@@ -88,8 +91,7 @@ struct ClientOptions {
 // helper executable (started on the first RPC, kept for the client's life,
 // killed when a call overruns its deadline). helper defaults to find_helper(),
 // looked up at the first RPC: checkpoint lookups work without a helper.
-std::unique_ptr<KubeletClient> make_helper_client(const ClientOptions& options,
-                                                  std::filesystem::path helper = {});
+std::unique_ptr<KubeletClient> make_helper_client(const ClientOptions& options, std::filesystem::path helper = {});
 
 // find_helper locates specshim-kubelet: $SPECSHIM_KUBELET_HELPER, next to
 // the running executable, then the install's libexec dir. Throws Error.

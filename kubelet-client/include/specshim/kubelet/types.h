@@ -66,7 +66,7 @@ struct PluginOptions {
 // Device is one entry of a plugin's ListAndWatch list.
 struct Device {
   std::string id;
-  std::string health;               // "Healthy" / "Unhealthy"
+  std::string health;  // "Healthy" / "Unhealthy"
   std::vector<std::int64_t> numa_nodes;
   bool operator==(const Device&) const = default;
 };
@@ -75,9 +75,9 @@ struct Device {
 // devices from the first ListAndWatch message, or why it could not be read.
 struct PluginInfo {
   std::filesystem::path socket;
-  std::string resource;             // guessed from the checkpoint's RegisteredDevices; may be empty
+  std::string resource;  // guessed from the checkpoint's RegisteredDevices; may be empty
   std::vector<Device> devices;
-  std::string error;                // empty when the plugin answered
+  std::string error;  // empty when the plugin answered
   bool reachable() const { return error.empty(); }
   bool operator==(const PluginInfo&) const = default;
 };
@@ -88,8 +88,8 @@ struct CheckpointEntry {
   std::string pod_uid;
   std::string container;
   std::string resource;
-  std::vector<std::string> device_ids;     // de-duplicated across NUMA nodes
-  std::optional<AllocateResponse> alloc;   // the plugin's answer the kubelet cached, when present
+  std::vector<std::string> device_ids;    // de-duplicated across NUMA nodes
+  std::optional<AllocateResponse> alloc;  // the plugin's answer the kubelet cached, when present
   bool operator==(const CheckpointEntry&) const = default;
 };
 
