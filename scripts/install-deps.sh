@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev catch2
   libseccomp-dev libcap-dev libyaml-cpp-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libgrpc-dev libabsl-dev libc-ares-dev libre2-dev zlib1g-dev
   runc containerd busybox-static hyperfine
   clang-14 libclang-rt-14-dev
   iproute2 util-linux procps jq lintian file time
