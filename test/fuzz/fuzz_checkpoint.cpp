@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzzes the kubelet checkpoint reader and the AllocResp wire decoder: any
+// input must give entries or a kubelet::Error, never a crash. The same bytes
+// are also decoded as a bare ContainerAllocateResponse.
+#include <cstdint>
+#include <string_view>
+
+#include "specshim/kubelet/checkpoint.h"
+#include "specshim/kubelet/errors.h"
+
+using namespace specshim::kubelet;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    decode_allocate_response(bytes);
+  } catch (const Error&) {
+  }
+  try {
+    Checkpoint cp = Checkpoint::parse(bytes, "fuzz");
+    // Look up the UIDs/containers a real lookup would ask for.
+    for (const std::string uid : {"uid-1", "u"})
+      for (const std::string container : {"main", "c"}) {
+        try {
+          cp.entries(uid, container);
+        } catch (const Error&) {
+        }
+      }
+  } catch (const Error&) {
+  }
+  return 0;
+}
