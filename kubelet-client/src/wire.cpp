@@ -69,6 +69,22 @@ class Reader {
     return {tag >> 3, static_cast<std::uint32_t>(tag & 7)};
   }
 
+  // string reads a length-delimited field as a string; protobuf itself
+  // rejects a known field with any other wire type, and so does this.
+  std::string string(std::uint32_t wire_type, std::uint64_t field) {
+    expect(wire_type, kLength, field);
+    return std::string(bytes());
+  }
+
+  bool boolean(std::uint32_t wire_type, std::uint64_t field) {
+    expect(wire_type, kVarint, field);
+    return varint() != 0;
+  }
+
+  void expect(std::uint32_t got, std::uint32_t want, std::uint64_t field) const {
+    if (got != want) fail("field " + std::to_string(field) + " has wire type " + std::to_string(got));
+  }
+
   [[noreturn]] void fail(const std::string& why) const {
     throw Protocol(std::string(what_) + ": " + why + " at byte " + std::to_string(pos_));
   }
@@ -84,73 +100,70 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-// Known fields must carry the wire type their proto type implies; protobuf
-// itself rejects anything else.
-void expect(const Reader& r, std::uint32_t got, std::uint32_t want, std::uint64_t field) {
-  if (got != want) r.fail("field " + std::to_string(field) + " has wire type " + std::to_string(got));
+// each_field walks a message: on(reader, field, wire_type) reads the fields
+// it knows and returns false for the rest, which are skipped.
+template <typename On>
+void each_field(std::string_view bytes, std::string_view what, On&& on) {
+  Reader r(bytes, what);
+  while (!r.done()) {
+    auto [field, wt] = r.field();
+    if (!on(r, field, wt)) r.skip(wt);
+  }
 }
 
 std::pair<std::string, std::string> decode_map_entry(std::string_view bytes) {
-  Reader r(bytes, "map entry");
   std::pair<std::string, std::string> kv;
-  while (!r.done()) {
-    auto [field, wt] = r.field();
-    if (field == 1 || field == 2) {
-      expect(r, wt, kLength, field);
-      (field == 1 ? kv.first : kv.second) = std::string(r.bytes());
-    } else {
-      r.skip(wt);
-    }
-  }
+  each_field(bytes, "map entry", [&](Reader& r, std::uint64_t field, std::uint32_t wt) {
+    if (field == 1)
+      kv.first = r.string(wt, field);
+    else if (field == 2)
+      kv.second = r.string(wt, field);
+    else
+      return false;
+    return true;
+  });
   return kv;
 }
 
 Mount decode_mount(std::string_view bytes) {
-  Reader r(bytes, "Mount");
   Mount m;
-  while (!r.done()) {
-    auto [field, wt] = r.field();
-    if (field == 1 || field == 2) {
-      expect(r, wt, kLength, field);
-      (field == 1 ? m.container_path : m.host_path) = std::string(r.bytes());
-    } else if (field == 3) {
-      expect(r, wt, kVarint, field);
-      m.read_only = r.varint() != 0;
-    } else {
-      r.skip(wt);
-    }
-  }
+  each_field(bytes, "Mount", [&](Reader& r, std::uint64_t field, std::uint32_t wt) {
+    if (field == 1)
+      m.container_path = r.string(wt, field);
+    else if (field == 2)
+      m.host_path = r.string(wt, field);
+    else if (field == 3)
+      m.read_only = r.boolean(wt, field);
+    else
+      return false;
+    return true;
+  });
   return m;
 }
 
 DeviceSpec decode_device(std::string_view bytes) {
-  Reader r(bytes, "DeviceSpec");
   DeviceSpec d;
-  while (!r.done()) {
-    auto [field, wt] = r.field();
-    if (field >= 1 && field <= 3) {
-      expect(r, wt, kLength, field);
-      std::string* out[] = {&d.container_path, &d.host_path, &d.permissions};
-      *out[field - 1] = std::string(r.bytes());
-    } else {
-      r.skip(wt);
-    }
-  }
+  each_field(bytes, "DeviceSpec", [&](Reader& r, std::uint64_t field, std::uint32_t wt) {
+    if (field == 1)
+      d.container_path = r.string(wt, field);
+    else if (field == 2)
+      d.host_path = r.string(wt, field);
+    else if (field == 3)
+      d.permissions = r.string(wt, field);
+    else
+      return false;
+    return true;
+  });
   return d;
 }
 
 std::string decode_cdi_device(std::string_view bytes) {
-  Reader r(bytes, "CDIDevice");
   std::string name;
-  while (!r.done()) {
-    auto [field, wt] = r.field();
-    if (field == 1) {
-      expect(r, wt, kLength, field);
-      name = std::string(r.bytes());
-    } else {
-      r.skip(wt);
-    }
-  }
+  each_field(bytes, "CDIDevice", [&](Reader& r, std::uint64_t field, std::uint32_t wt) {
+    if (field != 1) return false;
+    name = r.string(wt, field);
+    return true;
+  });
   return name;
 }
 
@@ -166,38 +179,23 @@ int base64_value(char c) {
 }  // namespace
 
 AllocateResponse decode_allocate_response(std::string_view bytes) {
-  Reader r(bytes, "ContainerAllocateResponse");
   AllocateResponse out;
-  while (!r.done()) {
-    auto [field, wt] = r.field();
-    if (field < 1 || field > 5) {
-      r.skip(wt);
-      continue;
-    }
-    expect(r, wt, kLength, field);
+  each_field(bytes, "ContainerAllocateResponse", [&](Reader& r, std::uint64_t field, std::uint32_t wt) {
+    if (field < 1 || field > 5) return false;
+    r.expect(wt, kLength, field);
     std::string_view sub = r.bytes();
-    switch (field) {
-      case 1: {
-        auto [k, v] = decode_map_entry(sub);
-        out.envs.insert_or_assign(std::move(k), std::move(v));
-        break;
-      }
-      case 2:
-        out.mounts.push_back(decode_mount(sub));
-        break;
-      case 3:
-        out.devices.push_back(decode_device(sub));
-        break;
-      case 4: {
-        auto [k, v] = decode_map_entry(sub);
-        out.annotations.insert_or_assign(std::move(k), std::move(v));
-        break;
-      }
-      case 5:
-        out.cdi_devices.push_back(decode_cdi_device(sub));
-        break;
+    if (field == 1 || field == 4) {
+      auto [k, v] = decode_map_entry(sub);
+      (field == 1 ? out.envs : out.annotations).insert_or_assign(std::move(k), std::move(v));
+    } else if (field == 2) {
+      out.mounts.push_back(decode_mount(sub));
+    } else if (field == 3) {
+      out.devices.push_back(decode_device(sub));
+    } else {
+      out.cdi_devices.push_back(decode_cdi_device(sub));
     }
-  }
+    return true;
+  });
   return out;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // JSON forms of the plain kubelet types (nlohmann::json to_json/from_json),
 // used by the specshim-kubelet helper protocol, the fake kubelet's config and
-// `specshim doctor`. Field names are snake_case copies of the struct fields.
+// `specshim doctor`. Keys are the struct fields' names; absent keys read as
+// the field's default.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,20 +11,15 @@
 
 namespace specshim::kubelet {
 
-void to_json(nlohmann::json& j, const PodResources& v);
-void from_json(const nlohmann::json& j, PodResources& v);
-void to_json(nlohmann::json& j, const Mount& v);
-void from_json(const nlohmann::json& j, Mount& v);
-void to_json(nlohmann::json& j, const DeviceSpec& v);
-void from_json(const nlohmann::json& j, DeviceSpec& v);
-void to_json(nlohmann::json& j, const AllocateResponse& v);
-void from_json(const nlohmann::json& j, AllocateResponse& v);
-void to_json(nlohmann::json& j, const PluginOptions& v);
-void from_json(const nlohmann::json& j, PluginOptions& v);
-void to_json(nlohmann::json& j, const Device& v);
-void from_json(const nlohmann::json& j, Device& v);
-void to_json(nlohmann::json& j, const PluginInfo& v);
-void from_json(const nlohmann::json& j, PluginInfo& v);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PodResources, ns, name, containers)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Mount, container_path, host_path, read_only)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceSpec, container_path, host_path, permissions)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AllocateResponse, envs, mounts, devices, annotations, cdi_devices)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PluginOptions, pre_start_required, get_preferred_allocation_available)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Device, id, health, numa_nodes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PluginInfo, socket, resource, devices, error)
+
+// CheckpointEntry's alloc is optional: the key is absent when it is.
 void to_json(nlohmann::json& j, const CheckpointEntry& v);
 void from_json(const nlohmann::json& j, CheckpointEntry& v);
 
