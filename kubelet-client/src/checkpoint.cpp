@@ -142,11 +142,7 @@ Checkpoint Checkpoint::parse(std::string_view text, std::string name) {
       raw.device_ids = p.device_ids(p.member(e, "DeviceIDs"), where + ".DeviceIDs");
       if (const json* alloc = p.member(e, "AllocResp")) {
         if (!alloc->is_string()) p.fail(where + ".AllocResp", "not a base64 string");
-        try {
-          raw.alloc_resp = base64_decode(alloc->get_ref<const std::string&>());
-        } catch (const Protocol& ex) {
-          p.fail(where + ".AllocResp", ex.what());
-        }
+        raw.alloc_resp = alloc->get<std::string>();
       }
       cp.raw_.push_back(std::move(raw));
     }
@@ -166,7 +162,7 @@ std::vector<CheckpointEntry> Checkpoint::entries(std::string_view pod_uid, std::
     CheckpointEntry e{raw.pod_uid, raw.container, raw.resource, raw.device_ids, std::nullopt};
     if (raw.alloc_resp) {
       try {
-        e.alloc = decode_allocate_response(*raw.alloc_resp);
+        e.alloc = decode_allocate_response(base64_decode(*raw.alloc_resp));
       } catch (const Protocol& ex) {
         throw Protocol("read checkpoint `" + name_ + "`: AllocResp of pod `" + raw.pod_uid + "` container `" +
                        raw.container + "` resource `" + raw.resource + "`: " + ex.what());

@@ -160,8 +160,8 @@ TEST_CASE("checkpoint: malformed files are clear errors naming the file and key"
        "DeviceIDs: neither a list nor a NUMA map"},
       {R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":{"0":[1]}}]}})",
        "DeviceIDs[\"0\"]: has a non-string device ID"},
-      {R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","AllocResp":"!!!"}]}})",
-       "AllocResp: base64"},
+      {R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","AllocResp":7}]}})",
+       "AllocResp: not a base64 string"},
       {R"({"Data":{"RegisteredDevices":[]}})", "RegisteredDevices: not an object"},
   }));
   CAPTURE(c.text);
@@ -181,15 +181,17 @@ TEST_CASE("checkpoint: a truncated file at any length is an error, never a crash
 TEST_CASE("checkpoint: a corrupt AllocResp fails only the entries asked for") {
   std::string good = test::base64_encode(test::encode_allocate_response(full_response()));
   std::string bad = test::base64_encode(test::encode_allocate_response(full_response()).substr(0, 20));
-  std::string text = R"({"Data":{"PodDeviceEntries":[
-      {"PodUID":"u","ContainerName":"ok","ResourceName":"r","AllocResp":")" +
-                     good + R"("},
-      {"PodUID":"u","ContainerName":"bad","ResourceName":"r","AllocResp":")" +
-                     bad + R"("}]}})";
+  auto entry = [](const std::string& container, const std::string& alloc) {
+    return R"({"PodUID":"u","ContainerName":")" + container + R"(","ResourceName":"r","AllocResp":")" + alloc + "\"}";
+  };
+  std::string text = R"({"Data":{"PodDeviceEntries":[)" + entry("ok", good) + "," + entry("bad", bad) + "," +
+                     entry("nonsense", "!!!") + "]}}";
   Checkpoint cp = Checkpoint::parse(text, "/k/cp");
   CHECK(cp.entries("u", "ok").at(0).alloc == full_response());
   CHECK_THAT(error_of<kubelet::Protocol>([&] { cp.entries("u", "bad"); }),
-             Catch::Matchers::Contains("AllocResp of pod `u` container `bad` resource `r`"));
+             Catch::Matchers::Contains("AllocResp of pod `u` container `bad` resource `r`: ContainerAllocateResponse"));
+  CHECK_THAT(error_of<kubelet::Protocol>([&] { cp.entries("u", "nonsense"); }),
+             Catch::Matchers::Contains("AllocResp of pod `u` container `nonsense` resource `r`: base64"));
 }
 
 TEST_CASE("checkpoint: read() of a missing file is nullopt, of a directory an error") {

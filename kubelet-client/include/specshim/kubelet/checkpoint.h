@@ -43,7 +43,7 @@ class Checkpoint {
     std::string container;
     std::string resource;
     std::vector<std::string> device_ids;
-    std::optional<std::string> alloc_resp;  // protobuf bytes, base64-decoded
+    std::optional<std::string> alloc_resp;  // base64 of the protobuf bytes, decoded on lookup
   };
   std::string name_;
   std::vector<RawEntry> raw_;
