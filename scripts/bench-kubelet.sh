@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench-kubelet.sh [BUILD_DIR]: what the kubelet client costs a create.
-# Starts specshim-fake-kubelet (PodResources + one NVIDIA-like plugin) on a
+# Starts specshim-fake-kubelet (PodResources, one NVIDIA-like plugin, a
+# checkpoint) on a
 # temporary kubelet root, then measures
-#   1. the helper's start-up alone (exec + static init, immediate EOF);
+#   1. start-up of an empty program and of the helper alone (exec + static init);
 #   2. Get + Allocate through a fresh HelperClient (the shim's path: spawn
 #      the helper, two RPCs, kill it), and the in-process gRPC client;
-#   3. that the specshim binary still maps nothing but libc.
+#   3. the RPC-free path: a checkpoint lookup in a 201-entry checkpoint;
+#   4. that the specshim binary still maps nothing but libc (or is static).
 # Numbers are recorded in docs/kubelet-client.md.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
