@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # bench-kubelet.sh [BUILD_DIR]: what the kubelet client costs a create.
 # Starts specshim-fake-kubelet (PodResources, one NVIDIA-like plugin, a
-# checkpoint) on a
-# temporary kubelet root, then measures
+# checkpoint) on a temporary kubelet root, then measures
 #   1. start-up of an empty program and of the helper alone (exec + static init);
 #   2. Get + Allocate through a fresh HelperClient (the shim's path: spawn
 #      the helper, two RPCs, kill it), and the in-process gRPC client;
