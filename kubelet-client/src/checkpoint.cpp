@@ -123,6 +123,8 @@ Checkpoint Checkpoint::parse(std::string_view text, std::string name) {
     doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     p.fail("byte " + std::to_string(e.byte), text.empty() ? "empty file" : "not valid JSON (truncated?)");
+  } catch (const json::exception& e) {  // out_of_range: a number too large for its type
+    p.fail("top level", std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) p.fail("top level", "not an object");
   const json* data = p.member(doc, "Data");

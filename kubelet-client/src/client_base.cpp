@@ -63,11 +63,12 @@ std::string ClientBase::resource_of(const std::vector<Device>& devices) {
   if (!cp) return {};
   std::string best;
   std::size_t best_overlap = 0;
-  for (const auto& [resource, ids] : cp->registered_devices()) {
+  for (const auto& registered : cp->registered_devices()) {
+    const std::vector<std::string>& ids = registered.second;
     auto overlap = static_cast<std::size_t>(std::count_if(devices.begin(), devices.end(), [&](const Device& d) {
       return std::find(ids.begin(), ids.end(), d.id) != ids.end();
     }));
-    if (overlap > best_overlap) best = resource, best_overlap = overlap;
+    if (overlap > best_overlap) best = registered.first, best_overlap = overlap;
   }
   return best;
 }

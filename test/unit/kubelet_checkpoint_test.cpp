@@ -149,6 +149,7 @@ TEST_CASE("checkpoint: malformed files are clear errors naming the file and key"
       {"", "empty file"},
       {R"({"Data":{"PodDeviceEntries":[{"PodUID":"u")", "not valid JSON (truncated?)"},
       {"[]", "top level: not an object"},
+      {R"({"Checksum":33712e5478,"Data":{}})", "top level: not valid JSON: "},  // found by fuzz_checkpoint
       {"{}", "missing `Data`"},
       {R"({"Data":[]})", "Data: not an object"},
       {R"({"Data":{"PodDeviceEntries":{}}})", "PodDeviceEntries: not a list"},
