@@ -27,7 +27,7 @@ Check check_runtime(const Loaded& loaded) {
   std::string text = version.text;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   for (std::size_t nl; (nl = text.find('\n')) != std::string::npos;) text.replace(nl, 1, "; ");
-  c.add(Status::info, text);
+  c.add(Status::info, text.empty() ? "(`--version` printed nothing)" : text);
   return c;
 }
 
