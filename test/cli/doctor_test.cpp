@@ -152,6 +152,14 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
   REQUIRE(has(report, "config", "ok", h.config.string() + ": valid"));
   REQUIRE(has(report, "config", "info", "modifiers on: requirements"));
   REQUIRE(has(report, "config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
+  REQUIRE_FALSE(has(report, "config", "warn", "matches resources"));
+
+  h.write_config("[[requirements]]\nname = \"vfio\"\nmatch = { resources = [\"example.com/vfio\"] }\n");
+  json by_resource = h.report();
+  INFO(dump(by_resource));
+  REQUIRE(
+      has(by_resource, "config", "warn",
+          "rule `vfio` matches resources, but the device-plugin modifier that writes specshim.io/resources is off"));
 }
 
 TEST_CASE("doctor: a missing or failing runtime is a problem") {

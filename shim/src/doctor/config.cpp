@@ -45,7 +45,16 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
       list += (list.empty() ? "" : ", ") + std::string(e.name);
     }
     c.add(Status::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
-    for (const auto& r : loaded.rules) c.add(Status::info, "requirements rule " + describe_rule(r));
+    for (const auto& r : loaded.rules) {
+      c.add(Status::info, "requirements rule " + describe_rule(r));
+      // specshim.io/resources is written by the device-plugin modifier; without it the annotation is
+      // absent or, worse, whatever a pod's annotations put there.
+      if (!r.match.resources.empty() && !loaded.on("device-plugin"))
+        c.add(Status::warn, "requirements rule `" + r.name +
+                                "` matches resources, but the device-plugin modifier "
+                                "that writes " +
+                                std::string(requirements::kResourcesAnnotation) + " is off");
+    }
   } catch (const std::exception& e) {
     c.add(Status::fail, describe(e));
   }
