@@ -93,16 +93,24 @@ std::vector<std::string> findings(const json& report, const std::string& check) 
   return out;
 }
 
-// has reports whether some finding of check starts with status and contains text.
-bool has(const json& report, const std::string& check, const std::string& status, const std::string& text) {
-  for (const auto& f : findings(report, check))
-    if (f.rfind(status + " ", 0) == 0 && f.find(text) != std::string::npos) return true;
-  return false;
-}
+// HasFinding matches a JSON report with a finding in check whose status is
+// status and whose text contains text; a failure prints the whole report.
+class HasFinding : public Catch::MatcherBase<json> {
+ public:
+  HasFinding(std::string check, std::string status, std::string text)
+      : check_(std::move(check)), status_(std::move(status)), text_(std::move(text)) {}
+  bool match(const json& report) const override {
+    for (const auto& f : findings(report, check_))
+      if (f.rfind(status_ + " ", 0) == 0 && f.find(text_) != std::string::npos) return true;
+    return false;
+  }
+  std::string describe() const override {
+    return "has a " + status_ + " finding in " + check_ + " containing \"" + text_ + "\"";
+  }
 
-std::string dump(const json& report) {
-  return report.dump(2);
-}
+ private:
+  std::string check_, status_, text_;
+};
 
 }  // namespace
 
@@ -137,9 +145,9 @@ TEST_CASE("doctor: an invalid config is a problem naming the rule and line") {
       "[[requirements]]\nname = \"vfio\"\nmatch = { devices = [\"/dev/vfio/*\"] }\n"
       "capabilities = [\"CAP_IPC_LOK\"]\n");
   json report = h.report();
-  INFO(dump(report));
-  REQUIRE(has(report, "config", "fail",
-              "line 6: `requirements[0].capabilities`: rule `vfio`: unknown capability `CAP_IPC_LOK`"));
+  REQUIRE_THAT(report,
+               HasFinding("config", "fail",
+                          "line 6: `requirements[0].capabilities`: rule `vfio`: unknown capability `CAP_IPC_LOK`"));
 }
 
 TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") {
@@ -148,31 +156,29 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
       "[[requirements]]\nname = \"vfio\"\nmatch = { devices = [\"/dev/vfio/*\"] }\n"
       "capabilities = [\"CAP_IPC_LOCK\"]\n");
   json report = h.report();
-  INFO(dump(report));
-  REQUIRE(has(report, "config", "ok", h.config.string() + ": valid"));
-  REQUIRE(has(report, "config", "info", "modifiers on: requirements"));
-  REQUIRE(has(report, "config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
-  REQUIRE_FALSE(has(report, "config", "warn", "matches resources"));
+  REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
+  REQUIRE_THAT(report, HasFinding("config", "info", "modifiers on: requirements"));
+  REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
+  REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
 
   h.write_config("[[requirements]]\nname = \"vfio\"\nmatch = { resources = [\"example.com/vfio\"] }\n");
   json by_resource = h.report();
-  INFO(dump(by_resource));
-  REQUIRE(
-      has(by_resource, "config", "warn",
+  REQUIRE_THAT(
+      by_resource,
+      HasFinding(
+          "config", "warn",
           "rule `vfio` matches resources, but the device-plugin modifier that writes specshim.io/resources is off"));
 }
 
 TEST_CASE("doctor: a missing or failing runtime is a problem") {
   FakeHost h;
   h.write_config("");
-  REQUIRE(has(h.report(), "runtime", "ok", RECORDING_RUNTIME));
+  REQUIRE_THAT(h.report(), HasFinding("runtime", "ok", RECORDING_RUNTIME));
   json failing = h.report({{"RECORD_DIR", h.tmp.path().string()}, {"FAKE_EXIT", "3"}});
-  INFO(dump(failing));
-  REQUIRE(has(failing, "runtime", "fail", "--version` failed (exit 3)"));
+  REQUIRE_THAT(failing, HasFinding("runtime", "fail", "--version` failed (exit 3)"));
   write_file(h.config, "[runtime]\npath = \"/nonexistent/runc\"\n");
   json missing = h.report();
-  INFO(dump(missing));
-  REQUIRE(has(missing, "runtime", "fail", "[runtime] path `/nonexistent/runc`: No such file or directory"));
+  REQUIRE_THAT(missing, HasFinding("runtime", "fail", "[runtime] path `/nonexistent/runc`: No such file or directory"));
 }
 
 TEST_CASE("doctor: each CDI spec file loads or shows its parse error with the line") {
@@ -183,10 +189,9 @@ TEST_CASE("doctor: each CDI spec file loads or shows its parse error with the li
   write_file(h.root / "var/run/cdi/nodevices.json", R"({"cdiVersion":"0.6.0","kind":"example.com/net"})");
   write_file(h.root / "etc/cdi/README", "not a spec");
   json report = h.report();
-  INFO(dump(report));
-  REQUIRE(has(report, "cdi", "ok", "etc/cdi/good.json: loaded"));
-  REQUIRE(has(report, "cdi", "fail", "etc/cdi/broken.json: parse error at line 3"));
-  REQUIRE(has(report, "cdi", "fail", "var/run/cdi/nodevices.json: `devices` is missing or empty"));
+  REQUIRE_THAT(report, HasFinding("cdi", "ok", "etc/cdi/good.json: loaded"));
+  REQUIRE_THAT(report, HasFinding("cdi", "fail", "etc/cdi/broken.json: parse error at line 3"));
+  REQUIRE_THAT(report, HasFinding("cdi", "fail", "var/run/cdi/nodevices.json: `devices` is missing or empty"));
   REQUIRE(findings(report, "cdi").size() == 3);
 }
 
@@ -197,19 +202,18 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
     write_file(h.root / "etc/containerd/config.toml",
                FakeHost::containerd_config("specshim", "/usr/local/bin/specshim-old"));
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "containerd", "fail",
-                "runtime `specshim`: BinaryName `/usr/local/bin/specshim-old` is not this binary"));
-    REQUIRE(has(report, "containerd", "warn", "no containerd config registers this binary"));
+    REQUIRE_THAT(report, HasFinding("containerd", "fail",
+                                    "runtime `specshim`: BinaryName `/usr/local/bin/specshim-old` is not this binary"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "no containerd config registers this binary"));
   }
   SECTION("a path that does not exist, in an imported file") {
     write_file(h.root / "etc/containerd/config.toml", "version = 2\nimports = [\"/etc/containerd/runtimes/*.toml\"]\n");
     write_file(h.root / "etc/containerd/runtimes/gpu.toml",
                FakeHost::containerd_config("gpu", "/opt/specshim/bin/specshim"));
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "containerd", "fail",
-                "runtimes/gpu.toml: runtime `gpu`: BinaryName `/opt/specshim/bin/specshim` does not exist"));
+    REQUIRE_THAT(
+        report, HasFinding("containerd", "fail",
+                           "runtimes/gpu.toml: runtime `gpu`: BinaryName `/opt/specshim/bin/specshim` does not exist"));
   }
   SECTION("conf.d registers it right, with a runtime_type that ignores BinaryName") {
     write_file(h.root / "etc/containerd/config.toml", "version = 2\n");
@@ -217,32 +221,31 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
     write_file(h.root / "etc/containerd/conf.d/10-specshim.toml",
                replace_all(text, "io.containerd.runc.v2", "io.containerd.runsc.v1"));
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "containerd", "ok",
-                "conf.d/10-specshim.toml: runtime `specshim`: BinaryName `/usr/local/bin/specshim` is this binary"));
-    REQUIRE(has(report, "containerd", "fail", "runtime_type `io.containerd.runsc.v1` ignores BinaryName"));
+    REQUIRE_THAT(
+        report,
+        HasFinding("containerd", "ok",
+                   "conf.d/10-specshim.toml: runtime `specshim`: BinaryName `/usr/local/bin/specshim` is this binary"));
+    REQUIRE_THAT(report, HasFinding("containerd", "fail", "runtime_type `io.containerd.runsc.v1` ignores BinaryName"));
   }
   SECTION("a containerd config that does not parse") {
     write_file(h.root / "etc/containerd/config.toml", "version = 2\n[plugins\n");
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "containerd", "fail", "etc/containerd/config.toml`: line 2"));
+    REQUIRE_THAT(report, HasFinding("containerd", "fail", "etc/containerd/config.toml`: line 2"));
   }
 }
 
 TEST_CASE("doctor: kubelet sockets, live and stale") {
   FakeHost h;
-  REQUIRE(has(h.report(), "kubelet", "warn", "pod-resources/kubelet.sock: absent"));
+  REQUIRE_THAT(h.report(), HasFinding("kubelet", "warn", "pod-resources/kubelet.sock: absent"));
   Listener pod_resources(h.root / "var/lib/kubelet/pod-resources/kubelet.sock");
   Listener plugin(h.root / "var/lib/kubelet/device-plugins/vfio.sock");
   Listener dead(h.root / "var/lib/kubelet/device-plugins/dead.sock");
   Listener registration(h.root / "var/lib/kubelet/device-plugins/kubelet.sock");
   dead.stale();
   json report = h.report();
-  INFO(dump(report));
-  REQUIRE(has(report, "kubelet", "ok", "pod-resources/kubelet.sock: reachable"));
-  REQUIRE(has(report, "kubelet", "ok", "device-plugins/vfio.sock: reachable"));
-  REQUIRE(has(report, "kubelet", "warn", "device-plugins/dead.sock: Connection refused"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "pod-resources/kubelet.sock: reachable"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "device-plugins/vfio.sock: reachable"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "warn", "device-plugins/dead.sock: Connection refused"));
   for (const auto& f : findings(report, "kubelet")) REQUIRE(f.find("device-plugins/kubelet.sock") == std::string::npos);
 }
 
@@ -252,32 +255,29 @@ TEST_CASE("doctor: kernel cgroup layouts") {
     write_file(h.root / "proc/self/mountinfo",
                "30 1 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "kernel", "ok", "cgroup v2 (unified) at /sys/fs/cgroup"));
-    REQUIRE(has(report, "kernel", "ok", "BPF device filter: loads"));
+    REQUIRE_THAT(report, HasFinding("kernel", "ok", "cgroup v2 (unified) at /sys/fs/cgroup"));
+    REQUIRE_THAT(report, HasFinding("kernel", "ok", "BPF device filter: loads"));
   }
   SECTION("cgroup v1 without the devices controller") {
     write_file(h.root / "proc/self/mountinfo", "27 25 0:24 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
     json report = h.report();
-    INFO(dump(report));
-    REQUIRE(has(report, "kernel", "fail", "cgroup v1 without the devices controller"));
+    REQUIRE_THAT(report, HasFinding("kernel", "fail", "cgroup v1 without the devices controller"));
   }
-  REQUIRE(has(h.report(), "kernel", "ok", "openat2 with RESOLVE_IN_ROOT: available"));
+  REQUIRE_THAT(h.report(), HasFinding("kernel", "ok", "openat2 with RESOLVE_IN_ROOT: available"));
 }
 
 TEST_CASE("doctor: rootless, and CAP_MKNOD missing, are problems") {
   FakeHost h;
   write_file(h.root / "proc/self/uid_map", "         0       1000          1\n");
   json rootless = h.report();
-  INFO(dump(rootless));
-  REQUIRE(has(rootless, "capabilities", "fail", "in a user namespace (uid_map `0 1000 1`)"));
+  REQUIRE_THAT(rootless, HasFinding("capabilities", "fail", "in a user namespace (uid_map `0 1000 1`)"));
 
   FakeHost h2;
   auto r = run_process({"/usr/bin/setpriv", "--bounding-set", "-mknod", SPECSHIM_BINARY, "doctor", "--json", "--config",
                         h2.config.string(), "--host-root", h2.root.string()});
   INFO(r.out << r.err);
   json report = json::parse(r.out);
-  REQUIRE(has(report, "capabilities", "fail", "CAP_MKNOD: not effective (not in the bounding set)"));
+  REQUIRE_THAT(report, HasFinding("capabilities", "fail", "CAP_MKNOD: not effective (not in the bounding set)"));
   REQUIRE(r.exit_code == 1);
 }
 
@@ -292,10 +292,12 @@ TEST_CASE("doctor: a rule the runtime cannot honour from here is a warning") {
                         "--host-root", h.root.string()});
   INFO(r.out << r.err);
   json report = json::parse(r.out);
-  REQUIRE(has(report, "capabilities", "warn",
-              "rule `vfio` raises the RLIMIT_MEMLOCK hard limit to unlimited, above this process's 65536, without "
-              "CAP_SYS_RESOURCE"));
-  REQUIRE(
-      has(report, "capabilities", "warn", "rule `vfio` adds CAP_IPC_LOCK, which is not in specshim's bounding set"));
+  REQUIRE_THAT(
+      report,
+      HasFinding("capabilities", "warn",
+                 "rule `vfio` raises the RLIMIT_MEMLOCK hard limit to unlimited, above this process's 65536, without "
+                 "CAP_SYS_RESOURCE"));
+  REQUIRE_THAT(report, HasFinding("capabilities", "warn",
+                                  "rule `vfio` adds CAP_IPC_LOCK, which is not in specshim's bounding set"));
   REQUIRE(r.exit_code == 0);  // warnings only
 }
