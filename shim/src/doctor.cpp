@@ -30,7 +30,8 @@ int doctor_main(const std::vector<std::string>& argv) {
     std::vector<std::string> rest(argv.rbegin(), argv.rend() - 2);  // CLI11 wants them reversed
     app.parse(rest);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // 1 means "problems found"; a bad command line is 2, --help is 0.
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   doctor::Host host{host_root};

@@ -150,6 +150,12 @@ TEST_CASE("doctor: an invalid config is a problem naming the rule and line") {
                           "line 6: `requirements[0].capabilities`: rule `vfio`: unknown capability `CAP_IPC_LOK`"));
 }
 
+TEST_CASE("doctor: a bad command line exits 2, --help 0") {
+  REQUIRE(run_process({SPECSHIM_BINARY, "doctor", "--bogus"}).exit_code == 2);
+  REQUIRE(run_process({SPECSHIM_BINARY, "doctor", "--host-root", "/nonexistent/root"}).exit_code == 2);
+  REQUIRE(run_process({SPECSHIM_BINARY, "doctor", "--help"}).exit_code == 0);
+}
+
 TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") {
   FakeHost h;
   h.write_config(
@@ -226,6 +232,10 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
         HasFinding("containerd", "ok",
                    "conf.d/10-specshim.toml: runtime `specshim`: BinaryName `/usr/local/bin/specshim` is this binary"));
     REQUIRE_THAT(report, HasFinding("containerd", "fail", "runtime_type `io.containerd.runsc.v1` ignores BinaryName"));
+  }
+  SECTION("a relative BinaryName") {
+    write_file(h.root / "etc/containerd/config.toml", FakeHost::containerd_config("specshim", "specshim"));
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "warn", "BinaryName `specshim` is relative"));
   }
   SECTION("a containerd config that does not parse") {
     write_file(h.root / "etc/containerd/config.toml", "version = 2\n[plugins\n");

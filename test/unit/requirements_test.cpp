@@ -110,6 +110,12 @@ env = ["VFIO_ENABLED=1"]
   CHECK(r.additional_gids == std::vector<std::uint32_t>{44});
 }
 
+TEST_CASE("config: a [[name]] list reaches its modifier, other root keys stay strict") {
+  REQUIRE_NOTHROW(load(std::string(kHead) + "capabilities = [\"CAP_IPC_LOCK\"]\n"));
+  REQUIRE_THROWS_WITH(load(std::string(kHead) + "[bogus]\nx = 1\n"), Catch::Contains("unknown key `bogus`"));
+  REQUIRE_NOTHROW(load("requirements = []\n"));
+}
+
 TEST_CASE("requirements keeps a higher inherited limit when the spec sets none") {
   requirements::Rule rule;
   rule.name = "rdma";

@@ -78,6 +78,12 @@ struct Scan {
       check.add(Status::fail, where + " has no options.BinaryName: containerd runs plain runc");
       return;
     }
+    if (std::filesystem::path(r.binary).is_relative()) {
+      check.add(Status::warn,
+                where + ": BinaryName `" + r.binary +
+                    "` is relative: containerd's shim looks it up on its own PATH, which doctor cannot see");
+      return;
+    }
     std::error_code ec;
     if (ours) {
       ++registered;
