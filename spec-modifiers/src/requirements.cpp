@@ -82,6 +82,13 @@ Requested requested(const Spec& spec) {
   return r;
 }
 
+// text returns object[key] when it is a string, else empty: spec fields of
+// the wrong type match nothing rather than throw a JSON library error.
+std::string text(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 bool contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -131,7 +138,7 @@ void raise_rlimits(Json& process, const Rule& rule, const InheritedLimit& inheri
   for (const auto& limit : rule.rlimits) {
     bool found = false;
     for (auto& entry : rlimits) {
-      if (!entry.is_object() || entry.value("type", "") != limit.type) continue;
+      if (!entry.is_object() || text(entry, "type") != limit.type) continue;
       found = true;
       auto hard = limit_value(entry, "hard", limit.type), soft = limit_value(entry, "soft", limit.type);
       if (hard < limit.hard) entry["hard"] = limit.hard;
@@ -176,9 +183,17 @@ bool permits(std::string_view action) {
   return action == "SCMP_ACT_ALLOW" || action == "SCMP_ACT_LOG";
 }
 
-// unconditional_action returns the action of the first rule naming syscall
-// with no argument filter, or empty when there is none.
-std::string unconditional_action(const Json& rules, std::string_view syscall) {
+// Verdict is what a profile's rules without argument filters say about one
+// syscall: nothing, allowed by some rule, or only denied (the first denying
+// action kept for the message).
+struct Verdict {
+  bool named = false;
+  bool allowed = false;
+  std::string denied_by;
+};
+
+Verdict unconditional(const Json& rules, std::string_view syscall) {
+  Verdict v;
   for (const auto& r : rules) {
     if (!r.is_object()) continue;
     auto args = r.find("args");
@@ -186,9 +201,14 @@ std::string unconditional_action(const Json& rules, std::string_view syscall) {
     auto names = r.find("names");
     if (names == r.end() || !names->is_array() || std::find(names->begin(), names->end(), syscall) == names->end())
       continue;
-    return r.value("action", "");
+    std::string action = text(r, "action");
+    if (permits(action))
+      v.allowed = true;
+    else if (!v.named)
+      v.denied_by = action.empty() ? "no valid action" : action;
+    v.named = true;
   }
-  return {};
+  return v;
 }
 
 std::vector<std::string> profile_archs(const Json& profile) {
@@ -207,7 +227,7 @@ void allow_syscalls(Spec& spec, const std::vector<const Rule*>& matched) {
   const Json* found = spec.find({"linux", "seccomp"});
   if (!found || found->is_null()) return;
   if (!found->is_object()) throw Error("spec field `linux.seccomp` is not an object");
-  if (permits(found->value("defaultAction", ""))) return;
+  if (permits(text(*found, "defaultAction"))) return;
   Json& profile = spec.object_at({"linux", "seccomp"});
   auto archs = profile_archs(profile);
   Json& rules = member_array(profile, "syscalls", "linux.seccomp.syscalls");
@@ -218,11 +238,11 @@ void allow_syscalls(Spec& spec, const std::vector<const Rule*>& matched) {
         if (!syscalls::exists_on(syscall, arch))
           throw Error("rule `" + rule->name + "`: syscall `" + syscall + "` does not exist on `" + arch +
                       "`, an architecture of the container's seccomp profile");
-      std::string action = unconditional_action(rules, syscall);
-      if (permits(action) || std::find(names.begin(), names.end(), syscall) != names.end()) continue;
-      if (!action.empty())
+      Verdict verdict = unconditional(rules, syscall);
+      if (verdict.allowed || std::find(names.begin(), names.end(), syscall) != names.end()) continue;
+      if (verdict.named)
         throw Error("rule `" + rule->name + "`: the container's seccomp profile explicitly denies `" + syscall + "` (" +
-                    action + "); specshim does not override an explicit denial");
+                    verdict.denied_by + "); specshim does not override an explicit denial");
       names.push_back(syscall);
     }
   }
