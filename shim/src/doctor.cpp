@@ -1,38 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <cstdio>
+// specshim doctor: run every check, print the report, exit 1 on problems.
+#include "doctor/doctor.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
-#include "runtime.h"
-#include "settings.h"
-#include "specshim/error.h"
-#include "specshim/registry.h"
 #include "verbs.h"
+
+#ifndef SPECSHIM_VERSION
+#define SPECSHIM_VERSION "0.0.0"
+#endif
 
 namespace specshim::shim {
 
 int doctor_main(const std::vector<std::string>& argv) {
-  std::string config_file = config::path_from_env().string();
-  for (std::size_t i = 2; i + 1 < argv.size(); ++i)
-    if (argv[i] == "--config") config_file = argv[i + 1];
-  int problems = 0;
+  CLI::App app{"Check this node for what specshim needs; exits 1 when something is wrong.", "specshim doctor"};
+  std::string config_file;
+  std::string host_root = "/";
+  bool json = false;
+  app.add_option("--config", config_file,
+                 "specshim config file (default: $SPECSHIM_CONFIG or " + std::string(config::kDefaultPath) +
+                     " under --host-root)");
+  app.add_option("--host-root", host_root, "read host files (containerd, CDI, kubelet, /proc) under this directory")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  app.add_flag("--json", json, "print the report as JSON");
   try {
-    auto doc = config::Document::load(config_file);
-    auto root = doc.root();
-    Settings s = read_settings(root);
-    Chain chain = build_chain(root);
-    root.finish();
-    std::cout << "ok   config " << config_file << (doc.exists() ? "" : " (absent: defaults)") << "\n";
-    try {
-      std::cout << "ok   runtime " << find_runtime(s.runtime_path) << "\n";
-    } catch (const std::exception& e) {
-      std::cout << "FAIL runtime: " << describe(e) << "\n";
-      ++problems;
-    }
-  } catch (const std::exception& e) {
-    std::cout << "FAIL config: " << describe(e) << "\n";
-    ++problems;
+    std::vector<std::string> rest(argv.rbegin(), argv.rend() - 2);  // CLI11 wants them reversed
+    app.parse(rest);
+  } catch (const CLI::ParseError& e) {
+    // 1 means "problems found"; a bad command line is 2, --help is 0.
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  return problems ? 1 : 0;
+
+  doctor::Host host{host_root};
+  std::filesystem::path config_path = config_file;
+  if (config_path.empty()) {
+    const char* env = std::getenv("SPECSHIM_CONFIG");
+    config_path = env && *env ? std::filesystem::path(env) : host.path(config::kDefaultPath);
+  }
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+
+  doctor::Loaded loaded;
+  std::vector<doctor::Check> checks;
+  checks.push_back(doctor::check_config(config_path, loaded));
+  checks.push_back(doctor::check_runtime(loaded));
+  checks.push_back(doctor::check_cdi(host));
+  checks.push_back(doctor::check_kubelet(host, loaded));
+  checks.push_back(doctor::check_kernel(host));
+  checks.push_back(doctor::check_capabilities(host, loaded));
+  checks.push_back(doctor::check_containerd(host, self.empty() ? "/proc/self/exe" : self));
+
+  if (json)
+    std::cout << doctor::render_json(checks);
+  else
+    std::cout << "specshim " SPECSHIM_VERSION " doctor\n\n" << doctor::render_text(checks);
+  return doctor::problems(checks) ? 1 : 0;
 }
 
 }  // namespace specshim::shim

@@ -68,7 +68,10 @@ Section::Section(std::shared_ptr<const void> doc, const void* table, std::string
       prefix_(std::move(prefix)),
       used_(std::make_shared<std::vector<std::string>>()) {}
 
-const void* Section::node(std::string_view key) const { return tbl(table_).get(key); }
+const void* Section::node(std::string_view key) const {
+  if (!only_.empty() && key != only_) return nullptr;
+  return tbl(table_).get(key);
+}
 
 void Section::mark(std::string_view key) {
   if (std::find(used_->begin(), used_->end(), key) == used_->end()) used_->emplace_back(key);
@@ -174,6 +177,13 @@ Section Section::section(std::string_view key) {
   return Section(doc_, &empty, file_, prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key));
 }
 
+Section Section::only(std::string_view key) {
+  if (node(key)) mark(key);
+  Section view(doc_, table_, file_, prefix_);
+  view.only_ = key;
+  return view;
+}
+
 std::vector<Section> Section::tables(std::string_view key) {
   std::vector<Section> out;
   auto* n = static_cast<const toml::node*>(node(key));
@@ -192,7 +202,8 @@ std::vector<Section> Section::tables(std::string_view key) {
 
 std::vector<std::string> Section::keys() const {
   std::vector<std::pair<std::uint32_t, std::string>> ordered;
-  for (auto&& [k, v] : tbl(table_)) ordered.emplace_back(v.source().begin.line, std::string(k.str()));
+  for (auto&& [k, v] : tbl(table_))
+    if (only_.empty() || k.str() == only_) ordered.emplace_back(v.source().begin.line, std::string(k.str()));
   std::stable_sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<std::string> out;
   for (auto& [line, k] : ordered) out.push_back(k);
@@ -202,6 +213,7 @@ std::vector<std::string> Section::keys() const {
 void Section::finish() const {
   for (auto&& [k, v] : tbl(table_)) {
     std::string key(k.str());
+    if (!only_.empty() && key != only_) continue;
     if (std::find(used_->begin(), used_->end(), key) == used_->end()) {
       std::string name = prefix_.empty() ? key : prefix_ + "." + key;
       throw Error("config `" + file_ + "`: " + line_of(v) + "unknown key `" + name + "`");

@@ -15,6 +15,7 @@ const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       {"passwd", make_passwd},
+      {"requirements", make_requirements},
   };
   return entries;
 }
@@ -38,7 +39,9 @@ Chain build_chain(config::Section& root) {
   std::vector<std::unique_ptr<Modifier>> modifiers;
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
-    config::Section section = root.section(e.name);
+    // A modifier written as a list of rules ([[name]]) reads them from a view
+    // of the root that sees only its key.
+    config::Section section = root.kind(e.name) == config::Kind::array ? root.only(e.name) : root.section(e.name);
     std::unique_ptr<Modifier> m = e.make(section);
     section.finish();
     if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));

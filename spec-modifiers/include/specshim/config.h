@@ -34,6 +34,10 @@ class Section {
   std::vector<Section> tables(std::string_view key);   // [[key]]
   Section section(std::string_view key);               // table(key), or an empty table when absent
   std::vector<std::string> keys() const;               // in file order
+  // only marks key read here and returns a reader over this same table that
+  // sees nothing but key: how a modifier configured as a root-level array of
+  // tables ([[name]]) gets its Section, reading the rules with tables(key).
+  Section only(std::string_view key);
 
   // fail throws an Error located at key (or at the table itself when key is empty).
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
@@ -53,6 +57,7 @@ class Section {
   std::string file_;
   std::string prefix_;
   std::shared_ptr<std::vector<std::string>> used_;
+  std::string only_;  // when set, the one key this reader sees
 };
 
 // Document is a parsed config file. A missing file is an empty document.

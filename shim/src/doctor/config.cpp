@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// Doctor's config check: the config loads exactly as create would load it.
+#include "doctor/doctor.h"
+#include "specshim/error.h"
+#include "specshim/registry.h"
+
+namespace specshim::shim::doctor {
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+// describe_rule says in one line what a rule adds.
+std::string describe_rule(const requirements::Rule& r) {
+  std::vector<std::string> adds = r.capabilities;
+  for (const auto& l : r.rlimits) adds.push_back(l.type);
+  for (const auto& s : r.seccomp_allow) adds.push_back("seccomp:" + s);
+  for (auto g : r.additional_gids) adds.push_back("gid:" + std::to_string(g));
+  for (const auto& e : r.env) adds.push_back("env:" + e.substr(0, e.find('=')));
+  return "`" + r.name + "` adds " + join(adds);
+}
+
+}  // namespace
+
+Check check_config(const std::filesystem::path& file, Loaded& loaded) {
+  Check c("config");
+  try {
+    auto doc = config::Document::load(file);
+    auto root = doc.root();
+    loaded.settings = read_settings(root);
+    Chain chain = build_chain(root);
+    root.finish();
+    loaded.valid = true;
+    c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
+    for (const auto& m : chain.modifiers()) {
+      loaded.modifiers_on.emplace_back(m->name());
+      if (auto* r = dynamic_cast<const requirements::Requirements*>(m.get())) loaded.rules = r->rules();
+    }
+    std::string on, off;
+    for (const auto& e : registry()) {
+      std::string& list = loaded.on(e.name) ? on : off;
+      list += (list.empty() ? "" : ", ") + std::string(e.name);
+    }
+    c.add(Status::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
+    for (const auto& r : loaded.rules) {
+      c.add(Status::info, "requirements rule " + describe_rule(r));
+      // specshim.io/resources is written by the device-plugin modifier; without it the annotation is
+      // absent or, worse, whatever a pod's annotations put there.
+      if (!r.match.resources.empty() && !loaded.on("device-plugin"))
+        c.add(Status::warn, "requirements rule `" + r.name +
+                                "` matches resources, but the device-plugin modifier "
+                                "that writes " +
+                                std::string(requirements::kResourcesAnnotation) + " is off");
+    }
+  } catch (const std::exception& e) {
+    c.add(Status::fail, describe(e));
+  }
+  return c;
+}
+
+}  // namespace specshim::shim::doctor

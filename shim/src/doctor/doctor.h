@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim doctor: checks of the node a shim runs on, one function per
+// concern (one file each), and the report they fill.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "settings.h"
+#include "specshim/requirements.h"
+
+namespace specshim::shim::doctor {
+
+// Status orders findings: a check is as bad as its worst finding (a check
+// with nothing but notes is info), and any fail makes doctor exit 1.
+enum class Status { info, ok, warn, fail };
+
+std::string_view status_name(Status s);
+
+struct Finding {
+  Status status;
+  std::string text;
+};
+
+// Check is one concern's findings, in the order they were made.
+struct Check {
+  std::string name;
+  std::vector<Finding> findings;
+
+  explicit Check(std::string n) : name(std::move(n)) {}
+  Status status() const;
+  void add(Status s, std::string text) { findings.push_back({s, std::move(text)}); }
+};
+
+// Host is where doctor looks: every host path a check reads goes through
+// path(), so tests (and a debug pod with the node's / mounted somewhere) can
+// point doctor at another tree. This process's own capabilities and the
+// kernel probes are always the real ones.
+struct Host {
+  std::filesystem::path root = "/";
+  std::filesystem::path path(std::string_view absolute) const;
+};
+
+// Loaded is what the config check learned, for the checks after it.
+struct Loaded {
+  bool valid = false;
+  Settings settings;
+  std::vector<std::string> modifiers_on;
+  std::vector<requirements::Rule> rules;
+  bool on(std::string_view modifier) const;
+};
+
+Check check_config(const std::filesystem::path& file, Loaded& loaded);
+Check check_runtime(const Loaded& loaded);
+Check check_cdi(const Host& host);
+Check check_kubelet(const Host& host, const Loaded& loaded);
+Check check_kernel(const Host& host);
+Check check_capabilities(const Host& host, const Loaded& loaded);
+Check check_containerd(const Host& host, const std::filesystem::path& self_exe);
+
+// render_text and render_json print the report; problems() counts fails.
+std::string render_text(const std::vector<Check>& checks);
+std::string render_json(const std::vector<Check>& checks);
+int problems(const std::vector<Check>& checks);
+
+// connect_unix reports whether a unix stream socket accepts a connection:
+// empty on success, else why not ("connection refused").
+std::string connect_unix(const std::filesystem::path& socket);
+
+// Output is what a command printed (stdout and stderr together).
+struct Output {
+  int exit_code = -1;  // -1: killed or did not start
+  std::string text;
+};
+
+// run_command runs argv without a shell, waiting at most timeout_ms.
+Output run_command(const std::vector<std::string>& argv, int timeout_ms);
+
+}  // namespace specshim::shim::doctor

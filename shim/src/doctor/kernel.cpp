@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Doctor's kernel check: openat2, and which cgroup version confines devices.
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "doctor/doctor.h"
+#include "specshim/fs.h"
+
+namespace specshim::shim::doctor {
+namespace {
+
+struct Mount {
+  std::string point;
+  std::string fstype;
+  std::string super_options;
+};
+
+// mounts reads mountinfo(5): id parent dev root point options [optional...] - fstype source super-options.
+std::vector<Mount> mounts(const std::string& text) {
+  std::vector<Mount> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point, options, word;
+    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
+    while (f >> word && word != "-") {
+    }
+    Mount m{point, "", ""};
+    std::string source;
+    if (f >> m.fstype >> source >> m.super_options) out.push_back(m);
+  }
+  return out;
+}
+
+bool has_option(const std::string& options, std::string_view want) {
+  std::istringstream s(options);
+  for (std::string o; std::getline(s, o, ',');)
+    if (o == want) return true;
+  return false;
+}
+
+void check_openat2(Check& c) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof how);
+  if (fd >= 0) {
+    ::close(static_cast<int>(fd));
+    c.add(Status::ok, "openat2 with RESOLVE_IN_ROOT: available");
+  } else {
+    c.add(Status::warn, std::string("openat2: ") + std::strerror(errno) +
+                            " (kernel before 5.6?): paths inside the rootfs are resolved without it");
+  }
+}
+
+// bpf_device_filter loads (and drops) the smallest cgroup device program,
+// "allow everything", the way runc attaches its device filter on cgroup v2.
+std::string bpf_device_filter() {
+  bpf_insn prog[2] = {};
+  prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;  // r0 = 1
+  prog[0].dst_reg = BPF_REG_0;
+  prog[0].imm = 1;
+  prog[1].code = BPF_JMP | BPF_EXIT;
+  static char license[] = "Apache-2.0";
+  bpf_attr attr{};
+  attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+  attr.insns = reinterpret_cast<std::uintptr_t>(prog);
+  attr.insn_cnt = 2;
+  attr.license = reinterpret_cast<std::uintptr_t>(license);
+  long fd = ::syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
+  if (fd < 0) return std::strerror(errno);
+  ::close(static_cast<int>(fd));
+  return {};
+}
+
+void check_cgroups(const Host& host, Check& c) {
+  std::filesystem::path mountinfo = host.path("/proc/self/mountinfo");
+  std::vector<Mount> all;
+  try {
+    all = mounts(fs::read_regular_file(mountinfo, 4 << 20));
+  } catch (const std::exception& e) {
+    c.add(Status::warn, "cannot read " + mountinfo.string() + ": " + e.what());
+    return;
+  }
+  const Mount *unified = nullptr, *devices = nullptr;
+  bool v1 = false;
+  for (const auto& m : all) {
+    if (m.fstype == "cgroup2") unified = &m;
+    if (m.fstype != "cgroup") continue;
+    v1 = true;
+    if (has_option(m.super_options, "devices")) devices = &m;
+  }
+  if (unified && !v1 && unified->point == "/sys/fs/cgroup") {
+    c.add(Status::ok, "cgroup v2 (unified) at " + unified->point);
+    std::string why = bpf_device_filter();
+    c.add(why.empty() ? Status::ok : Status::fail,
+          why.empty() ? "BPF device filter: loads" : "BPF device filter: cannot load a cgroup device program: " + why);
+    return;
+  }
+  if (!v1) {
+    c.add(Status::fail, "no cgroup v1 hierarchy and no cgroup v2 at /sys/fs/cgroup: devices cannot be confined");
+    return;
+  }
+  c.add(Status::ok, unified ? "cgroup v1 (hybrid, cgroup2 at " + unified->point + ")" : std::string("cgroup v1"));
+  if (devices)
+    c.add(Status::ok, "devices controller at " + devices->point);
+  else
+    c.add(Status::fail, "cgroup v1 without the devices controller: device access cannot be confined");
+}
+
+}  // namespace
+
+Check check_kernel(const Host& host) {
+  Check c("kernel");
+  check_openat2(c);
+  check_cgroups(host, c);
+  return c;
+}
+
+}  // namespace specshim::shim::doctor

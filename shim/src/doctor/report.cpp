@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report: statuses, the text table and the JSON form of doctor's checks.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "doctor/doctor.h"
+
+namespace specshim::shim::doctor {
+
+std::string_view status_name(Status s) {
+  switch (s) {
+    case Status::ok:
+      return "ok";
+    case Status::info:
+      return "info";
+    case Status::warn:
+      return "warn";
+    case Status::fail:
+      return "fail";
+  }
+  return "?";
+}
+
+Status Check::status() const {
+  Status worst = Status::info;
+  for (const auto& f : findings) worst = std::max(worst, f.status);
+  return worst;
+}
+
+std::filesystem::path Host::path(std::string_view absolute) const {
+  std::string_view rel = absolute;
+  while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+  return root / rel;
+}
+
+bool Loaded::on(std::string_view modifier) const {
+  return std::find(modifiers_on.begin(), modifiers_on.end(), modifier) != modifiers_on.end();
+}
+
+int problems(const std::vector<Check>& checks) {
+  int n = 0;
+  for (const auto& c : checks)
+    for (const auto& f : c.findings) n += f.status == Status::fail;
+  return n;
+}
+
+std::string render_text(const std::vector<Check>& checks) {
+  // Problems are upper case so they stand out in a long report.
+  auto label = [](Status s) -> std::string {
+    return s == Status::warn ? "WARN" : s == Status::fail ? "FAIL" : std::string(status_name(s));
+  };
+  std::string out;
+  int warnings = 0;
+  for (const auto& c : checks) {
+    bool first = true;
+    for (const auto& f : c.findings) {
+      std::string name = first ? c.name : "";
+      name.resize(std::max<std::size_t>(name.size() + 1, 14), ' ');
+      std::string status = label(f.status);
+      status.resize(6, ' ');
+      out += name + status + f.text + "\n";
+      first = false;
+      warnings += f.status == Status::warn;
+    }
+  }
+  int fails = problems(checks);
+  out += "\n" + std::to_string(fails) + (fails == 1 ? " problem, " : " problems, ") + std::to_string(warnings) +
+         (warnings == 1 ? " warning\n" : " warnings\n");
+  return out;
+}
+
+std::string render_json(const std::vector<Check>& checks) {
+  nlohmann::ordered_json report = {{"problems", problems(checks)}, {"checks", nlohmann::ordered_json::array()}};
+  for (const auto& c : checks) {
+    nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+    for (const auto& f : c.findings) findings.push_back({{"status", status_name(f.status)}, {"text", f.text}});
+    report["checks"].push_back({{"name", c.name}, {"status", status_name(c.status())}, {"findings", findings}});
+  }
+  return report.dump(2) + "\n";
+}
+
+}  // namespace specshim::shim::doctor
