@@ -15,7 +15,9 @@ const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       {"passwd", make_passwd},
+      {"cdi", make_cdi},
       {"requirements", make_requirements},
+      {"devices-cgroup", make_devices_cgroup},
   };
   return entries;
 }

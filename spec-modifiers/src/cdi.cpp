@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cdi modifier: resolves the CDI devices a container asks for (through
+// cdi.k8s.io/* annotations and specshim.io/cdi-devices) against the spec dirs
+// and applies their containerEdits to config.json with the semantics of
+// container-device-interface v1.1.0 (pkg/cdi/cache.go InjectDevices,
+// container-edits.go Apply). Applying is idempotent: an edit already present
+// is not added again. Deviations from upstream are listed in docs/cdi.md.
+#include "specshim/cdi.h"
+
+#include <algorithm>
+#include <set>
+
+#include "cdi_internal.h"
+#include "host_device.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim {
+namespace {
+
+using cdi::ContainerEdits;
+using cdi::DeviceNode;
+using cdi::quote;
+
+// ---- requests ----
+
+void add_names(const std::string& key, const std::string& value, bool empty_ok, std::vector<std::string>& out) {
+  if (value.empty() && empty_ok) return;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t comma = value.find(',', start);
+    std::string name = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string why;
+    if (!cdi::parse_qualified_name(name, &why))
+      throw Error("annotation " + quote(key) + ": invalid CDI device name " + quote(name) + ": " + why);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+// requested_devices lists the qualified names asked for, without repeats:
+// the cdi.k8s.io/* annotations in key order, then specshim.io/cdi-devices.
+std::vector<std::string> requested_devices(const Spec& spec) {
+  const Json* annotations = spec.find({"annotations"});
+  if (!annotations || !annotations->is_object()) return {};
+  std::vector<std::string> keys;
+  for (auto it = annotations->begin(); it != annotations->end(); ++it)
+    if (it.key().rfind(cdi::kAnnotationPrefix, 0) == 0) keys.push_back(it.key());
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::string> names;
+  auto value_of = [&](const std::string& key) {
+    const Json& v = (*annotations)[key];
+    if (!v.is_string()) throw Error("annotation " + quote(key) + ": must be a string");
+    return v.get<std::string>();
+  };
+  for (const auto& key : keys) add_names(key, value_of(key), false, names);
+  if (annotations->contains(cdi::kDevicesAnnotation))
+    add_names(cdi::kDevicesAnnotation, value_of(cdi::kDevicesAnnotation), true, names);
+  return names;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+// unresolvable_error names the devices and everything that may explain why:
+// the spec files that failed to load, conflicting definitions and unreadable
+// spec dirs (upstream reports only the names).
+Error unresolvable_error(const std::vector<std::string>& missing, const cdi::Registry& reg) {
+  std::string msg = "unresolvable CDI devices " + join(missing, ", ");
+  std::vector<std::string> failed;
+  for (const auto& f : reg.files)
+    if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);
+  if (!failed.empty()) msg += "; spec files not loaded: " + join(failed, "; ");
+  for (const auto& name : missing)
+    if (auto c = reg.conflicts.find(name); c != reg.conflicts.end())
+      msg += "; " + name + " is defined by more than one spec file of the same dir: " + join(c->second, ", ");
+  if (!reg.dir_errors.empty()) msg += "; " + join(reg.dir_errors, "; ");
+  msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
+  return Error(msg);
+}
+
+// ---- containerEdits → OCI ----
+
+// merge concatenates edits as upstream's ContainerEdits.Append: lists are
+// appended, intelRdt is replaced by the last one given.
+void merge(ContainerEdits& into, const ContainerEdits& e) {
+  auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
+  append(into.env, e.env);
+  append(into.device_nodes, e.device_nodes);
+  append(into.net_devices, e.net_devices);
+  append(into.hooks, e.hooks);
+  append(into.mounts, e.mounts);
+  if (e.intel_rdt) into.intel_rdt = e.intel_rdt;
+  append(into.additional_gids, e.additional_gids);
+}
+
+std::optional<std::uint32_t> process_id(const Spec& spec, std::string_view field) {
+  const Json* v = spec.find({"process", "user", field});
+  if (!v || !v->is_number_unsigned()) return std::nullopt;
+  auto id = v->get<std::uint64_t>();
+  if (id == 0 || id > UINT32_MAX) return std::nullopt;
+  return static_cast<std::uint32_t>(id);
+}
+
+// complete_node fills what the spec left to the host, as upstream's
+// fillMissingInfo: the host node (hostPath, else path) is looked at with
+// lstat; an unset fileMode takes the host's; a node with a type and a major
+// (or type p) is otherwise used as written; else type, major and minor come
+// from the host. Unlike upstream, a missing host node is always an error.
+DeviceNode complete_node(DeviceNode d, const Spec& spec) {
+  std::string host = d.host_path.empty() ? d.path : d.host_path;
+  if (host.empty() || host[0] != '/') throw Error("host path " + quote(host) + " is not absolute");
+  HostDevice h = lstat_device(host);
+  if (!d.file_mode) d.file_mode = h.mode;
+  bool fully_given = !d.type.empty() && (d.major != 0 || d.type == "p");
+  if (!fully_given) {
+    std::string host_type(1, h.type);
+    if (d.type.empty()) d.type = host_type;
+    if (d.type != host_type)
+      throw Error("device node " + quote(d.path) + ": host node `" + host + "` has type " + host_type +
+                  ", the spec says " + d.type);
+    if (d.type != "p" && d.major == 0) {
+      d.major = h.major;
+      d.minor = h.minor;
+    }
+  }
+  if (!d.uid) d.uid = process_id(spec, "uid");
+  if (!d.gid) d.gid = process_id(spec, "gid");
+  return d;
+}
+
+Json oci_device(const DeviceNode& d) {
+  Json j = Json::object();
+  j["path"] = d.path;
+  j["type"] = d.type;
+  j["major"] = d.major;
+  j["minor"] = d.minor;
+  if (d.file_mode) j["fileMode"] = *d.file_mode;
+  if (d.uid) j["uid"] = *d.uid;
+  if (d.gid) j["gid"] = *d.gid;
+  return j;
+}
+
+Json oci_rule(const DeviceNode& d) {
+  Json j = Json::object();
+  j["allow"] = true;
+  j["type"] = d.type;
+  j["major"] = d.major;
+  j["minor"] = d.minor;
+  j["access"] = d.permissions.empty() ? "rwm" : d.permissions;
+  return j;
+}
+
+Json oci_mount(const cdi::Mount& m) {
+  Json j = Json::object();
+  j["destination"] = m.container_path;
+  if (!m.type.empty()) j["type"] = m.type;
+  j["source"] = m.host_path;
+  if (!m.options.empty()) j["options"] = m.options;
+  return j;
+}
+
+Json oci_hook(const cdi::Hook& h) {
+  Json j = Json::object();
+  j["path"] = h.path;
+  if (!h.args.empty()) j["args"] = h.args;
+  if (!h.env.empty()) j["env"] = h.env;
+  if (h.timeout) j["timeout"] = *h.timeout;
+  return j;
+}
+
+Json oci_intel_rdt(const cdi::IntelRdt& r) {
+  Json j = Json::object();
+  if (!r.clos_id.empty()) j["closID"] = r.clos_id;
+  if (!r.l3_cache_schema.empty()) j["l3CacheSchema"] = r.l3_cache_schema;
+  if (!r.mem_bw_schema.empty()) j["memBwSchema"] = r.mem_bw_schema;
+  if (r.schemata && !r.schemata->empty()) j["schemata"] = *r.schemata;
+  if (r.enable_monitoring) j["enableMonitoring"] = true;
+  return j;
+}
+
+// mount_depth counts the '/' in Go's filepath.Clean(destination), the key
+// upstream sorts mounts by.
+std::size_t mount_depth(const Json& mount) {
+  const Json* dest = mount.is_object() && mount.contains("destination") ? &mount["destination"] : nullptr;
+  std::string path = dest && dest->is_string() ? dest->get<std::string>() : "";
+  bool rooted = !path.empty() && path[0] == '/';
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t slash = path.find('/', start);
+    std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else if (!rooted)
+        parts.push_back(part);
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (rooted) return std::max<std::size_t>(parts.size(), 1);
+  return parts.empty() ? 0 : parts.size() - 1;
+}
+
+// put_unique appends value to list unless an equal element is there.
+bool put_unique(Json& list, const Json& value) {
+  if (std::find(list.begin(), list.end(), value) != list.end()) return false;
+  list.push_back(value);
+  return true;
+}
+
+// Injector writes merged edits into the spec in upstream's order: env, device
+// nodes (+ cgroup rules), net devices, mounts (then sorted), hooks, intelRdt,
+// additional gids. Every step leaves an edit that is already there alone.
+class Injector {
+ public:
+  explicit Injector(Spec& spec) : spec_(spec) {}
+
+  void env(const std::vector<std::string>& env) {
+    if (env.empty()) return;
+    Json& list = spec_.array_at({"process", "env"});
+    for (const auto& kv : env) {
+      std::string key = kv.substr(0, kv.find('=') + 1);
+      auto same_key = std::find_if(list.begin(), list.end(), [&](const Json& e) {
+        return e.is_string() && e.get_ref<const std::string&>().rfind(key, 0) == 0;
+      });
+      if (same_key == list.end())
+        list.push_back(kv);
+      else
+        *same_key = kv;
+    }
+  }
+
+  void device_nodes(const std::vector<DeviceNode>& nodes) {
+    if (nodes.empty()) return;
+    Json& devices = spec_.array_at({"linux", "devices"});
+    for (const auto& d : nodes) {
+      Json entry = oci_device(d);
+      auto same_path = std::find_if(devices.begin(), devices.end(), [&](const Json& e) {
+        return e.is_object() && e.contains("path") && e["path"] == d.path;
+      });
+      if (same_path == devices.end())
+        devices.push_back(entry);
+      else
+        *same_path = entry;
+      if (d.type == "b" || d.type == "c") put_unique(spec_.array_at({"linux", "resources", "devices"}), oci_rule(d));
+    }
+  }
+
+  void net_devices(const std::vector<cdi::NetDevice>& nets) {
+    if (nets.empty()) return;
+    Json& map = spec_.object_at({"linux", "netDevices"});
+    for (const auto& n : nets) map[n.host_interface_name] = Json{{"name", n.name}};
+  }
+
+  void mounts(const std::vector<cdi::Mount>& mounts) {
+    if (mounts.empty()) return;
+    Json& list = spec_.array_at({"mounts"});
+    bool changed = false;
+    for (const auto& m : mounts) {
+      Json entry = oci_mount(m);
+      auto same_dest = std::find_if(list.begin(), list.end(), [&](const Json& e) {
+        return e.is_object() && e.contains("destination") && e["destination"] == m.container_path;
+      });
+      if (same_dest != list.end() && *same_dest == entry) continue;
+      if (same_dest != list.end()) list.erase(same_dest);
+      list.push_back(entry);
+      changed = true;
+    }
+    if (!changed) return;
+    std::vector<Json> sorted(list.begin(), list.end());
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Json& a, const Json& b) { return mount_depth(a) < mount_depth(b); });
+    list = Json(std::move(sorted));
+  }
+
+  void hooks(const std::vector<cdi::Hook>& hooks) {
+    for (const auto& h : hooks) put_unique(spec_.array_at({"hooks", h.hook_name}), oci_hook(h));
+  }
+
+  void intel_rdt(const std::optional<cdi::IntelRdt>& rdt) {
+    if (rdt) spec_.object_at({"linux"})["intelRdt"] = oci_intel_rdt(*rdt);
+  }
+
+  void additional_gids(const std::vector<std::uint32_t>& gids) {
+    for (auto gid : gids)
+      if (gid != 0) put_unique(spec_.array_at({"process", "user", "additionalGids"}), gid);
+  }
+
+ private:
+  Spec& spec_;
+};
+
+// ---- the modifier ----
+
+class Cdi : public Modifier {
+ public:
+  explicit Cdi(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+
+  std::string_view name() const override { return "cdi"; }
+
+  void apply(Spec& spec, Context&) override {
+    std::vector<std::string> requested = requested_devices(spec);
+    if (requested.empty()) return;
+    const cdi::Registry& reg = registry(requested);
+
+    // Each part is one block of edits with what to call it in an error: a
+    // spec's own edits once, before its first requested device, then the device's.
+    std::vector<std::pair<std::string, ContainerEdits>> parts;
+    std::vector<std::string> missing;
+    std::set<const cdi::SpecFile*> seen;
+    for (const auto& name : requested) {
+      const cdi::DeviceRef* ref = reg.find(name);
+      if (!ref) {
+        missing.push_back(name);
+        continue;
+      }
+      if (seen.insert(ref->spec.get()).second && !ref->spec->edits.empty())
+        parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", ref->spec->edits);
+      parts.emplace_back("CDI device " + name, ref->device->edits);
+    }
+    if (!missing.empty()) throw unresolvable_error(missing, reg);
+
+    // Everything that can fail on the host is done before the spec is touched.
+    ContainerEdits edits;
+    for (auto& [what, part] : parts) {
+      for (auto& d : part.device_nodes) {
+        try {
+          d = complete_node(std::move(d), spec);
+        } catch (...) {
+          std::throw_with_nested(Error("inject " + what));
+        }
+      }
+      merge(edits, part);
+    }
+    Injector inject(spec);
+    inject.env(edits.env);
+    inject.device_nodes(edits.device_nodes);
+    inject.net_devices(edits.net_devices);
+    inject.mounts(edits.mounts);
+    inject.hooks(edits.hooks);
+    inject.intel_rdt(edits.intel_rdt);
+    inject.additional_gids(edits.additional_gids);
+  }
+
+ private:
+  // registry scans the spec dirs once per create: later passes of the chain
+  // reuse the scan unless they ask for a kind it did not look for.
+  const cdi::Registry& registry(const std::vector<std::string>& requested) {
+    std::set<std::string> kinds;
+    for (const auto& name : requested) kinds.insert(cdi::parse_qualified_name(name)->kind());
+    if (!registry_ || !std::includes(kinds_.begin(), kinds_.end(), kinds.begin(), kinds.end())) {
+      kinds_.insert(kinds.begin(), kinds.end());
+      registry_ = cdi::load_specs(dirs_, &kinds_);
+      log::debug("cdi: scanned {} for {}: {} file(s), {} device(s)", join(dirs_, ", "),
+                 join(std::vector<std::string>(kinds_.begin(), kinds_.end()), ", "), registry_->files.size(),
+                 registry_->devices.size());
+    }
+    return *registry_;
+  }
+
+  std::vector<std::string> dirs_;
+  std::set<std::string> kinds_;
+  std::optional<cdi::Registry> registry_;
+};
+
+}  // namespace
+
+std::unique_ptr<Modifier> make_cdi(config::Section& s) {
+  if (s.boolean("enabled") == false) return nullptr;
+  std::vector<std::string> dirs = {"/etc/cdi", "/var/run/cdi"};
+  if (auto d = s.strings("spec-dirs")) dirs = *d;
+  for (const auto& dir : dirs)
+    if (dir.empty() || dir[0] != '/' || contains_control(dir))
+      s.fail("spec-dirs", "`" + dir + "` is not an absolute path");
+  return std::make_unique<Cdi>(std::move(dirs));
+}
+
+}  // namespace specshim

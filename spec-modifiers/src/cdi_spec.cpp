@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: Apache-2.0
+// CDI spec files: decoding a Node tree into SpecFile strictly, validating it
+// as container-device-interface v1.1.0 does (pkg/cdi/spec.go,
+// container-edits.go, specs-go/version.go), and scanning spec directories
+// (pkg/cdi/spec-dirs.go, cache.go).
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+
+#include "cdi_document.h"
+#include "cdi_internal.h"
+#include "specshim/cdi.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/log.h"
+
+namespace specshim::cdi {
+namespace {
+
+// ---- decoding ----
+
+[[noreturn]] void fail(int line, const std::string& where, const std::string& what) {
+  throw Error("line " + std::to_string(line) + ": " + (where.empty() ? "" : where + ": ") + what);
+}
+
+std::string field_path(const std::string& where, std::string_view field) {
+  return where.empty() ? std::string(field) : where + "." + std::string(field);
+}
+
+std::string item_path(const std::string& where, std::size_t i) {
+  return where + "[" + std::to_string(i) + "]";
+}
+
+std::string describe(const Node& n) {
+  switch (n.type) {
+    case Node::Type::null:
+      return "null";
+    case Node::Type::plain:
+    case Node::Type::string:
+      return "string " + quote(n.text);
+    case Node::Type::integer:
+    case Node::Type::floating:
+      return "number " + n.text;
+    case Node::Type::boolean:
+      return n.text;
+    case Node::Type::sequence:
+      return "a list";
+    case Node::Type::mapping:
+      return "an object";
+  }
+  return "?";
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+// for_fields walks an object's members, matching keys to the known field
+// names as Go's encoding/json does (exact, else ASCII case-insensitive).
+// Unknown fields and a field given twice are errors. null is an empty object.
+template <typename F>
+void for_fields(const Node& n, const std::string& where, std::initializer_list<std::string_view> known, F&& f) {
+  if (n.type == Node::Type::null) return;
+  if (n.type != Node::Type::mapping) fail(n.line, where, "want an object, got " + describe(n));
+  std::vector<std::string_view> seen;
+  for (std::size_t i = 0; i < n.keys.size(); ++i) {
+    const std::string& key = n.keys[i];
+    auto match = std::find(known.begin(), known.end(), key);
+    if (match == known.end())
+      match = std::find_if(known.begin(), known.end(), [&](std::string_view k) { return iequals(k, key); });
+    if (match == known.end()) fail(n.key_lines[i], where, "unknown field " + quote(key));
+    if (std::find(seen.begin(), seen.end(), *match) != seen.end())
+      fail(n.key_lines[i], where, "field " + quote(*match) + " given twice");
+    seen.push_back(*match);
+    f(*match, n.values[i], field_path(where, *match));
+  }
+}
+
+// yaml_int reads a plain scalar as go-yaml v2 does: underscores dropped, an
+// optional sign, then Go's base prefixes (0x, 0o, 0b, a leading 0 = octal).
+std::optional<__int128> yaml_int(std::string_view text) {
+  std::string s;
+  for (char c : text)
+    if (c != '_') s += c;
+  std::size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  int base = 10;
+  if (s.size() - i > 1 && s[i] == '0') {
+    char p = static_cast<char>(s[i + 1] | 0x20);
+    if (p == 'x')
+      base = 16, i += 2;
+    else if (p == 'o')
+      base = 8, i += 2;
+    else if (p == 'b')
+      base = 2, i += 2;
+    else
+      base = 8, i += 1;
+  }
+  if (i >= s.size()) return std::nullopt;
+  __int128 v = 0;
+  for (; i < s.size(); ++i) {
+    char c = s[i];
+    int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : 99;
+    if (d >= base) return std::nullopt;
+    v = v * base + d;
+    if (v > (static_cast<__int128>(1) << 64)) return std::nullopt;
+  }
+  return negative ? -v : v;
+}
+
+std::optional<bool> yaml_bool(std::string_view s) {
+  for (std::string_view t : {"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"})
+    if (s == t) return true;
+  for (std::string_view f : {"n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"})
+    if (s == f) return false;
+  return std::nullopt;
+}
+
+std::string int128_to_string(__int128 v) {
+  if (v == 0) return "0";
+  bool negative = v < 0;
+  unsigned __int128 u = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  std::string out;
+  for (; u; u /= 10) out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
+  return negative ? "-" + out : out;
+}
+
+// get_string: a YAML plain scalar that YAML reads as an integer or a boolean
+// becomes its canonical text, as upstream's YAML-to-JSON step does.
+std::optional<std::string> get_string(const Node& n, const std::string& where) {
+  switch (n.type) {
+    case Node::Type::null:
+      return std::nullopt;
+    case Node::Type::string:
+      return n.text;
+    case Node::Type::plain:
+      if (auto i = yaml_int(n.text)) return int128_to_string(*i);
+      if (auto b = yaml_bool(n.text)) return *b ? "true" : "false";
+      return n.text;
+    default:
+      fail(n.line, where, "want a string, got " + describe(n));
+  }
+}
+
+std::optional<std::int64_t> get_int(const Node& n, const std::string& where, std::int64_t min, std::int64_t max) {
+  std::optional<__int128> v;
+  if (n.type == Node::Type::null) return std::nullopt;
+  if (n.type == Node::Type::integer || n.type == Node::Type::plain) v = yaml_int(n.text);
+  if (!v) fail(n.line, where, "want an integer, got " + describe(n));
+  if (*v < min || *v > max)
+    fail(n.line, where, n.text + " is out of range (" + std::to_string(min) + " to " + std::to_string(max) + ")");
+  return static_cast<std::int64_t>(*v);
+}
+
+std::optional<std::uint32_t> get_u32(const Node& n, const std::string& where) {
+  auto v = get_int(n, where, 0, UINT32_MAX);
+  if (!v) return std::nullopt;
+  return static_cast<std::uint32_t>(*v);
+}
+
+bool get_bool(const Node& n, const std::string& where) {
+  if (n.type == Node::Type::null) return false;
+  std::optional<bool> v;
+  if (n.type == Node::Type::boolean) v = n.text == "true";
+  if (n.type == Node::Type::plain) v = yaml_bool(n.text);
+  if (!v) fail(n.line, where, "want true or false, got " + describe(n));
+  return *v;
+}
+
+template <typename F>
+void for_items(const Node& n, const std::string& where, F&& f) {
+  if (n.type == Node::Type::null) return;
+  if (n.type != Node::Type::sequence) fail(n.line, where, "want a list, got " + describe(n));
+  for (std::size_t i = 0; i < n.items.size(); ++i) f(n.items[i], item_path(where, i));
+}
+
+// for_objects is for_items over a list of objects; a null item is an error
+// (upstream would store a nil pointer and crash on it later).
+template <typename F>
+void for_objects(const Node& n, const std::string& where, F&& f) {
+  for_items(n, where, [&](const Node& item, const std::string& at) {
+    if (item.type != Node::Type::mapping) fail(item.line, at, "want an object, got " + describe(item));
+    f(item, at);
+  });
+}
+
+std::vector<std::string> get_strings(const Node& n, const std::string& where) {
+  std::vector<std::string> out;
+  for_items(n, where, [&](const Node& item, const std::string& at) {
+    auto s = get_string(item, at);
+    if (!s) fail(item.line, at, "want a string, got null");
+    out.push_back(*s);
+  });
+  return out;
+}
+
+std::map<std::string, std::string> get_string_map(const Node& n, const std::string& where) {
+  std::map<std::string, std::string> out;
+  if (n.type == Node::Type::null) return out;
+  if (n.type != Node::Type::mapping) fail(n.line, where, "want an object, got " + describe(n));
+  for (std::size_t i = 0; i < n.keys.size(); ++i)
+    out[n.keys[i]] = get_string(n.values[i], field_path(where, n.keys[i])).value_or("");
+  return out;
+}
+
+DeviceNode decode_device_node(const Node& n, const std::string& where) {
+  DeviceNode d;
+  d.line = n.line;
+  for_fields(n, where, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "path")
+                 d.path = get_string(v, at).value_or("");
+               else if (f == "hostPath")
+                 d.host_path = get_string(v, at).value_or("");
+               else if (f == "type")
+                 d.type = get_string(v, at).value_or("");
+               else if (f == "major")
+                 d.major = get_int(v, at, INT64_MIN, INT64_MAX).value_or(0);
+               else if (f == "minor")
+                 d.minor = get_int(v, at, INT64_MIN, INT64_MAX).value_or(0);
+               else if (f == "fileMode")
+                 d.file_mode = get_u32(v, at);
+               else if (f == "permissions")
+                 d.permissions = get_string(v, at).value_or("");
+               else if (f == "uid")
+                 d.uid = get_u32(v, at);
+               else if (f == "gid")
+                 d.gid = get_u32(v, at);
+             });
+  return d;
+}
+
+Mount decode_mount(const Node& n, const std::string& where) {
+  Mount m;
+  m.line = n.line;
+  for_fields(n, where, {"hostPath", "containerPath", "options", "type"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "hostPath")
+                 m.host_path = get_string(v, at).value_or("");
+               else if (f == "containerPath")
+                 m.container_path = get_string(v, at).value_or("");
+               else if (f == "options")
+                 m.options = get_strings(v, at);
+               else if (f == "type")
+                 m.type = get_string(v, at).value_or("");
+             });
+  return m;
+}
+
+Hook decode_hook(const Node& n, const std::string& where) {
+  Hook h;
+  h.line = n.line;
+  for_fields(n, where, {"hookName", "path", "args", "env", "timeout"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "hookName")
+                 h.hook_name = get_string(v, at).value_or("");
+               else if (f == "path")
+                 h.path = get_string(v, at).value_or("");
+               else if (f == "args")
+                 h.args = get_strings(v, at);
+               else if (f == "env")
+                 h.env = get_strings(v, at);
+               else if (f == "timeout")
+                 h.timeout = get_int(v, at, INT64_MIN, INT64_MAX);
+             });
+  return h;
+}
+
+IntelRdt decode_intel_rdt(const Node& n, const std::string& where) {
+  IntelRdt r;
+  r.line = n.line;
+  for_fields(n, where, {"closID", "l3CacheSchema", "memBwSchema", "schemata", "enableMonitoring"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "closID")
+                 r.clos_id = get_string(v, at).value_or("");
+               else if (f == "l3CacheSchema")
+                 r.l3_cache_schema = get_string(v, at).value_or("");
+               else if (f == "memBwSchema")
+                 r.mem_bw_schema = get_string(v, at).value_or("");
+               else if (f == "schemata")
+                 r.schemata = v.type == Node::Type::null ? std::nullopt : std::optional(get_strings(v, at));
+               else if (f == "enableMonitoring")
+                 r.enable_monitoring = get_bool(v, at);
+             });
+  return r;
+}
+
+NetDevice decode_net_device(const Node& n, const std::string& where) {
+  NetDevice d;
+  d.line = n.line;
+  for_fields(n, where, {"hostInterfaceName", "name"}, [&](std::string_view f, const Node& v, const std::string& at) {
+    if (f == "hostInterfaceName")
+      d.host_interface_name = get_string(v, at).value_or("");
+    else if (f == "name")
+      d.name = get_string(v, at).value_or("");
+  });
+  return d;
+}
+
+ContainerEdits decode_edits(const Node& n, const std::string& where) {
+  ContainerEdits e;
+  for_fields(
+      n, where, {"env", "deviceNodes", "netDevices", "hooks", "mounts", "intelRdt", "additionalGids"},
+      [&](std::string_view f, const Node& v, const std::string& at) {
+        if (f == "env")
+          e.env = get_strings(v, at);
+        else if (f == "deviceNodes")
+          for_objects(v, at,
+                      [&](const Node& i, const std::string& p) { e.device_nodes.push_back(decode_device_node(i, p)); });
+        else if (f == "netDevices")
+          for_objects(v, at,
+                      [&](const Node& i, const std::string& p) { e.net_devices.push_back(decode_net_device(i, p)); });
+        else if (f == "hooks")
+          for_objects(v, at, [&](const Node& i, const std::string& p) { e.hooks.push_back(decode_hook(i, p)); });
+        else if (f == "mounts")
+          for_objects(v, at, [&](const Node& i, const std::string& p) { e.mounts.push_back(decode_mount(i, p)); });
+        else if (f == "intelRdt") {
+          if (v.type != Node::Type::null) e.intel_rdt = decode_intel_rdt(v, at);
+        } else if (f == "additionalGids")
+          for_items(v, at, [&](const Node& i, const std::string& p) {
+            auto gid = get_u32(i, p);
+            if (!gid) fail(i.line, p, "want an integer, got null");
+            e.additional_gids.push_back(*gid);
+          });
+      });
+  return e;
+}
+
+Device decode_device(const Node& n, const std::string& where) {
+  Device d;
+  d.line = n.line;
+  for_fields(n, where, {"name", "annotations", "containerEdits"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "name")
+                 d.name = get_string(v, at).value_or("");
+               else if (f == "annotations")
+                 d.annotations = get_string_map(v, at);
+               else if (f == "containerEdits")
+                 d.edits = decode_edits(v, at);
+             });
+  return d;
+}
+
+SpecFile decode_spec(const Node& root) {
+  if (root.type == Node::Type::null) throw Error("empty spec file");
+  SpecFile s;
+  for_fields(root, "", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
+             [&](std::string_view f, const Node& v, const std::string& at) {
+               if (f == "cdiVersion") {
+                 s.version = get_string(v, at).value_or("");
+                 s.version_line = v.line;
+               } else if (f == "kind") {
+                 s.kind = get_string(v, at).value_or("");
+                 s.kind_line = v.line;
+               } else if (f == "annotations") {
+                 s.annotations = get_string_map(v, at);
+               } else if (f == "devices") {
+                 for_objects(v, at,
+                             [&](const Node& i, const std::string& p) { s.devices.push_back(decode_device(i, p)); });
+               } else if (f == "containerEdits") {
+                 s.edits = decode_edits(v, at);
+               }
+             });
+  return s;
+}
+
+// ---- validation ----
+
+constexpr std::array<std::string_view, 10> kVersions = {"0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0",
+                                                        "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0"};
+
+int version_index(std::string_view v) {
+  if (!v.empty() && v.front() == 'v') v.remove_prefix(1);
+  auto it = std::find(kVersions.begin(), kVersions.end(), v);
+  return it == kVersions.end() ? -1 : static_cast<int>(it - kVersions.begin());
+}
+
+void validate_env(const std::vector<std::string>& env, int line, const std::string& where) {
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    auto eq = env[i].find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(line, item_path(where, i), "invalid environment variable " + quote(env[i]) + " (want NAME=VALUE)");
+  }
+}
+
+bool is_hook_name(std::string_view n) {
+  for (std::string_view h : {"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"})
+    if (n == h) return true;
+  return false;
+}
+
+void validate_edits(const ContainerEdits& e, int line, const std::string& where) {
+  validate_env(e.env, line, field_path(where, "env"));
+  for (std::size_t i = 0; i < e.device_nodes.size(); ++i) {
+    const DeviceNode& d = e.device_nodes[i];
+    std::string at = item_path(field_path(where, "deviceNodes"), i);
+    if (d.path.empty()) fail(d.line, at, "invalid (empty) device path");
+    if (!d.type.empty() && d.type != "b" && d.type != "c" && d.type != "u" && d.type != "p")
+      fail(d.line, at, "device " + quote(d.path) + ": invalid type " + quote(d.type) + " (want b, c, u or p)");
+    if (d.permissions.find_first_not_of("rwm") != std::string::npos)
+      fail(d.line, at, "device " + quote(d.path) + ": invalid permissions " + quote(d.permissions) + " (want r, w, m)");
+  }
+  for (std::size_t i = 0; i < e.hooks.size(); ++i) {
+    const Hook& h = e.hooks[i];
+    std::string at = item_path(field_path(where, "hooks"), i);
+    if (!is_hook_name(h.hook_name)) fail(h.line, at, "invalid hook name " + quote(h.hook_name));
+    if (h.path.empty()) fail(h.line, at, "invalid hook " + quote(h.hook_name) + " with empty path");
+    validate_env(h.env, h.line, field_path(at, "env"));
+  }
+  for (std::size_t i = 0; i < e.mounts.size(); ++i) {
+    const Mount& m = e.mounts[i];
+    std::string at = item_path(field_path(where, "mounts"), i);
+    if (m.host_path.empty()) fail(m.line, at, "invalid mount, empty host path");
+    if (m.container_path.empty()) fail(m.line, at, "invalid mount, empty container path");
+  }
+  if (e.intel_rdt) {
+    const std::string& id = e.intel_rdt->clos_id;
+    if (id != "/" && (id.size() >= 4096 || id == "." || id == ".." || id.find_first_of("/\n") != std::string::npos))
+      fail(e.intel_rdt->line, field_path(where, "intelRdt"), "invalid closID " + quote(id));
+  }
+  for (std::size_t i = 0; i < e.net_devices.size(); ++i) {
+    const NetDevice& n = e.net_devices[i];
+    std::string at = item_path(field_path(where, "netDevices"), i);
+    if (n.host_interface_name.empty()) fail(n.line, at, "invalid linux net device, empty hostInterfaceName");
+    if (n.name.empty()) fail(n.line, at, "invalid linux net device, empty name");
+    for (std::size_t j = 0; j < i; ++j) {
+      const NetDevice& o = e.net_devices[j];
+      if (o.host_interface_name == n.host_interface_name)
+        fail(n.line, at,
+             "invalid linux net device, duplicate hostInterfaceName " + quote(n.host_interface_name) + " with names " +
+                 quote(o.name) + " and " + quote(n.name));
+      if (o.name == n.name)
+        fail(n.line, at,
+             "invalid linux net device, duplicate name " + quote(n.name) + " with hostInterfaceName " +
+                 quote(o.host_interface_name) + " and " + quote(n.host_interface_name));
+    }
+  }
+}
+
+void validate_spec(const SpecFile& s) {
+  int declared = version_index(s.version);
+  if (declared < 0) fail(s.version_line, "cdiVersion", "invalid version " + quote(s.version));
+  auto [minimum, why] = minimum_version(s);
+  if (version_index(minimum) > declared)
+    fail(s.version_line, "cdiVersion",
+         "the spec version must be at least v" + minimum + (why.empty() ? "" : " (" + why + " needs it)") +
+             ", it declares " + quote(s.version));
+
+  auto [vendor, cls] = split_kind(s.kind);
+  if (auto e = check_vendor(vendor); !e.empty()) fail(s.kind_line, "kind " + quote(s.kind), "invalid vendor: " + e);
+  if (auto e = check_class(cls); !e.empty()) fail(s.kind_line, "kind " + quote(s.kind), "invalid class: " + e);
+
+  validate_edits(s.edits, 1, "containerEdits");
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const Device& d = s.devices[i];
+    std::string at = item_path("devices", i);
+    if (auto e = check_device_name(d.name); !e.empty()) fail(d.line, at, "invalid device name: " + e);
+    at += " " + quote(d.name);
+    if (d.edits.empty()) fail(d.line, at, "invalid device, empty device edits");
+    validate_edits(d.edits, d.line, field_path(at, "containerEdits"));
+    for (std::size_t j = 0; j < i; ++j)
+      if (s.devices[j].name == d.name)
+        fail(d.line, at,
+             "device " + quote(d.name) + " defined twice (also on line " + std::to_string(s.devices[j].line) + ")");
+  }
+  if (s.devices.empty()) fail(1, "", "invalid spec, no devices");
+}
+
+}  // namespace
+
+bool ContainerEdits::empty() const {
+  return env.empty() && device_nodes.empty() && net_devices.empty() && hooks.empty() && mounts.empty() && !intel_rdt &&
+         additional_gids.empty();
+}
+
+std::pair<std::string, std::string> minimum_version(const SpecFile& s) {
+  struct Edits {
+    const ContainerEdits* e;
+    std::string where;
+  };
+  std::vector<Edits> all{{&s.edits, "containerEdits"}};
+  for (std::size_t i = 0; i < s.devices.size(); ++i)
+    all.push_back({&s.devices[i].edits, "devices[" + std::to_string(i) + "].containerEdits"});
+
+  for (const auto& [e, where] : all) {
+    if (e->intel_rdt && (e->intel_rdt->schemata || e->intel_rdt->enable_monitoring))
+      return {"1.1.0", where + ".intelRdt." + (e->intel_rdt->schemata ? "schemata" : "enableMonitoring")};
+    if (!e->net_devices.empty()) return {"1.1.0", where + ".netDevices"};
+  }
+  for (const auto& [e, where] : all) {
+    if (e->intel_rdt) return {"0.7.0", where + ".intelRdt"};
+    if (!e->additional_gids.empty()) return {"0.7.0", where + ".additionalGids"};
+  }
+  if (!s.annotations.empty()) return {"0.6.0", "annotations"};
+  for (std::size_t i = 0; i < s.devices.size(); ++i)
+    if (!s.devices[i].annotations.empty()) return {"0.6.0", "devices[" + std::to_string(i) + "].annotations"};
+  if (auto slash = s.kind.find('/'); slash != std::string::npos && s.kind.find('.', slash) != std::string::npos)
+    return {"0.6.0", "a '.' in the class of kind " + quote(s.kind)};
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const std::string& n = s.devices[i].name;
+    if (!n.empty() && n[0] >= '0' && n[0] <= '9')
+      return {"0.5.0", "device name " + quote(n) + " starting with a digit"};
+  }
+  for (const auto& [e, where] : all)
+    for (std::size_t i = 0; i < e->device_nodes.size(); ++i)
+      if (!e->device_nodes[i].host_path.empty())
+        return {"0.5.0", where + ".deviceNodes[" + std::to_string(i) + "].hostPath"};
+  for (const auto& [e, where] : all)
+    for (std::size_t i = 0; i < e->mounts.size(); ++i)
+      if (!e->mounts[i].type.empty()) return {"0.4.0", where + ".mounts[" + std::to_string(i) + "].type"};
+  return {"0.3.0", ""};
+}
+
+SpecFile parse_spec(std::string_view text, const std::string& path) {
+  SpecFile s = decode_spec(read_document(text));
+  s.path = path;
+  validate_spec(s);
+  return s;
+}
+
+// ---- spec directories ----
+
+const DeviceRef* Registry::find(const std::string& qualified_name) const {
+  auto it = devices.find(qualified_name);
+  return it == devices.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+bool has_spec_extension(std::string_view name) {
+  auto ends = [&](std::string_view ext) {
+    return name.size() > ext.size() && name.substr(name.size() - ext.size()) == ext;
+  };
+  return ends(".json") || ends(".yaml");
+}
+
+// list_spec_files returns dir's *.json and *.yaml entries in byte order, or
+// an error text. A missing dir has no files and no error; a symlinked dir is
+// followed.
+std::vector<std::string> list_spec_files(const std::string& dir, std::string& error) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    if (errno != ENOENT) error = "read spec dir `" + dir + "`: " + std::strerror(errno);
+    return names;
+  }
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_type == DT_DIR || !has_spec_extension(e->d_name)) continue;
+    names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// may_define reports whether text could hold a kind from kinds. A string value
+// can only differ from its bytes in the file through an escape (JSON or a
+// double-quoted YAML scalar, both with a backslash) or through YAML line
+// folding, which puts a space or newline into the value; neither character is
+// valid in a kind. So without a backslash, a file that can define a kind has
+// it literally.
+bool may_define(std::string_view text, const std::set<std::string>& kinds) {
+  if (text.find('\\') != std::string_view::npos) return true;
+  for (const auto& k : kinds)
+    if (text.find(k) != std::string_view::npos) return true;
+  return false;
+}
+
+SpecFileResult load_file(const std::string& path, int priority, const std::set<std::string>* kinds) {
+  SpecFileResult r;
+  r.path = path;
+  r.priority = priority;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    r.status = SpecFileResult::Status::skipped;  // a symlink to a directory, as upstream's walk skips it
+    return r;
+  }
+  try {
+    std::string text = fs::read_regular_file(path, kMaxSpecFileBytes);
+    if (kinds && !may_define(text, *kinds)) {
+      r.status = SpecFileResult::Status::skipped;
+      return r;
+    }
+    SpecFile spec = parse_spec(text, path);
+    spec.priority = priority;
+    r.spec = std::make_shared<const SpecFile>(std::move(spec));
+    r.status = SpecFileResult::Status::loaded;
+  } catch (const std::exception& e) {
+    r.status = SpecFileResult::Status::failed;
+    r.error = specshim::describe(e);
+  }
+  return r;
+}
+
+}  // namespace
+
+Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* kinds) {
+  Registry reg;
+  reg.dirs = dirs;
+  // Per name: the files that define it at the highest priority seen so far.
+  std::map<std::string, std::vector<DeviceRef>> best;
+  for (std::size_t p = 0; p < dirs.size(); ++p) {
+    std::string error;
+    std::vector<std::string> names = list_spec_files(dirs[p], error);
+    if (!error.empty()) reg.dir_errors.push_back(error);
+    for (const auto& name : names) {
+      std::string path = dirs[p] + (dirs[p].empty() || dirs[p].back() == '/' ? "" : "/") + name;
+      SpecFileResult r = load_file(path, static_cast<int>(p), kinds);
+      if (r.status == SpecFileResult::Status::failed) log::debug("cdi: spec file {} not loaded: {}", path, r.error);
+      if (r.spec) {
+        for (const Device& d : r.spec->devices) {
+          auto& defs = best[r.spec->kind + "=" + d.name];
+          if (!defs.empty() && defs.front().spec->priority < r.spec->priority) defs.clear();
+          defs.push_back(DeviceRef{r.spec, &d});
+        }
+      }
+      reg.files.push_back(std::move(r));
+    }
+  }
+  for (auto& [name, defs] : best) {
+    if (defs.size() == 1) {
+      reg.devices.emplace(name, defs.front());
+      continue;
+    }
+    auto& files = reg.conflicts[name];
+    for (const auto& d : defs) files.push_back(d.spec->path);
+  }
+  return reg;
+}
+
+}  // namespace specshim::cdi

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// The devices-cgroup modifier: a device node in the container (linux.devices)
+// is only useful if the devices cgroup lets the container open it. For every
+// b/c/u entry this adds a matching allow rule to linux.resources.devices
+// unless the rules already grant that access, and it validates every rule so
+// a bad one fails here with its index instead of inside runc. It never adds a
+// wildcard rule, never overrides a deny that names the device, and leaves
+// rules it did not add untouched and in order. See docs/devices-cgroup.md.
+#include <algorithm>
+#include <bitset>
+
+#include "host_device.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim {
+namespace {
+
+constexpr std::string_view kRules = "linux.resources.devices";
+
+struct Rule {
+  bool allow = false;
+  char type = 'a';
+  std::optional<std::int64_t> major;  // nullopt: any
+  std::optional<std::int64_t> minor;
+  std::string access;
+};
+
+std::string at(std::string_view list, std::size_t i) {
+  return std::string(list) + "[" + std::to_string(i) + "]";
+}
+
+// number reads an optional non-negative integer field (absent or null: any).
+std::optional<std::int64_t> number(const Json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  bool fits = it->is_number_unsigned() ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX)
+                                       : it->is_number_integer() && it->get<std::int64_t>() >= 0;
+  if (!fits) throw Error("`" + where + "." + key + "`: " + it->dump() + " is not an integer >= 0");
+  return it->get<std::int64_t>();
+}
+
+bool valid_access(const std::string& a) {
+  return !a.empty() && a.find_first_not_of("rwm") == std::string::npos;
+}
+
+Rule parse_rule(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
+  Rule r;
+  auto allow = j.find("allow");
+  if (allow == j.end() || !allow->is_boolean()) throw Error("`" + where + ".allow`: want true or false");
+  r.allow = allow->get<bool>();
+  if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
+    std::string type = t->is_string() ? t->get<std::string>() : "?";
+    if (type.empty()) type = "a";
+    if (type != "a" && type != "b" && type != "c")
+      throw Error("`" + where + ".type`: " + t->dump() + " is not a, b or c");
+    r.type = type[0];
+  }
+  r.major = number(j, "major", where);
+  r.minor = number(j, "minor", where);
+  auto access = j.find("access");
+  if (access == j.end() || !access->is_string() || !valid_access(access->get<std::string>()))
+    throw Error("`" + where + ".access`: " + (access == j.end() ? std::string("missing") : access->dump()) +
+                " is not a non-empty combination of r, w and m");
+  r.access = access->get<std::string>();
+  return r;
+}
+
+std::vector<Rule> read_rules(const Spec& spec) {
+  std::vector<Rule> rules;
+  const Json* list = spec.find({"linux", "resources", "devices"});
+  if (!list || list->is_null()) return rules;
+  if (!list->is_array()) throw Error("`" + std::string(kRules) + "`: want a list");
+  for (std::size_t i = 0; i < list->size(); ++i) rules.push_back(parse_rule((*list)[i], at(kRules, i)));
+  return rules;
+}
+
+bool matches(const Rule& r, char type, std::int64_t major, std::int64_t minor) {
+  return (r.type == 'a' || r.type == type) && (!r.major || *r.major == major) && (!r.minor || *r.minor == minor);
+}
+
+bool names_exactly(const Rule& r, char type, std::int64_t major, std::int64_t minor) {
+  return r.type == type && r.major == major && r.minor == minor;
+}
+
+std::bitset<3> bits(const std::string& access) {
+  std::bitset<3> b;
+  for (char c : access) b.set(c == 'r' ? 0 : c == 'w' ? 1 : 2);
+  return b;
+}
+
+// granted is the access the rules leave for one device: rules apply in order
+// and a later rule overrides an earlier one for the permissions it lists.
+std::bitset<3> granted(const std::vector<Rule>& rules, char type, std::int64_t major, std::int64_t minor) {
+  std::bitset<3> g;
+  for (const auto& r : rules) {
+    if (!matches(r, type, major, minor)) continue;
+    std::bitset<3> b = bits(r.access);
+    g = r.allow ? (g | b) : (g & ~b);
+  }
+  return g;
+}
+
+// allows_all: the last wildcard rule allows rwm and no deny follows it, as in
+// containerd's privileged spec ([{allow: true, access: rwm}]).
+bool allows_all(const std::vector<Rule>& rules) {
+  for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
+    if (!r->allow) return false;
+    if (r->type == 'a' && !r->major && !r->minor) return bits(r->access).all();
+  }
+  return false;
+}
+
+struct Entry {
+  std::string path;
+  char type;  // b, c, u or p
+  std::int64_t major;
+  std::int64_t minor;
+};
+
+// read_entry validates linux.devices[i] and fills what it leaves out (type,
+// major, minor) from the host node at its path, writing the filled values
+// back so runc sees a complete entry.
+Entry read_entry(Json& j, const std::string& where, bool follow_outside_dev) {
+  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
+  auto p = j.find("path");
+  if (p == j.end() || !p->is_string() || p->get_ref<const std::string&>().empty() ||
+      p->get_ref<const std::string&>()[0] != '/')
+    throw Error("`" + where + ".path`: want an absolute path");
+  Entry e{p->get<std::string>(), 0, 0, 0};
+  std::string type;
+  if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
+    if (!t->is_string()) throw Error("`" + where + ".type`: " + t->dump() + " is not b, c, u or p");
+    type = t->get<std::string>();
+    if (!type.empty() && type != "b" && type != "c" && type != "u" && type != "p")
+      throw Error("`" + where + ".type`: " + t->dump() + " is not b, c, u or p");
+  }
+  auto major = number(j, "major", where);
+  auto minor = number(j, "minor", where);
+  bool complete = !type.empty() && (type == "p" || (major && minor));
+  if (!complete) {
+    HostDevice h;
+    try {
+      h = resolve_device(e.path, "/dev", follow_outside_dev);
+    } catch (...) {
+      std::throw_with_nested(Error("complete `" + where + "` (" + e.path + ")"));
+    }
+    std::string host_type(1, h.type);
+    if (!type.empty() && type != host_type && !(type == "u" && host_type == "c"))
+      throw Error("`" + where + "` (" + e.path + "): type " + type + ", but the host node is of type " + host_type);
+    if (type.empty()) j["type"] = type = host_type;
+    if (type != "p" && !major) j["major"] = *(major = h.major);
+    if (type != "p" && !minor) j["minor"] = *(minor = h.minor);
+  }
+  e.type = type[0];
+  e.major = major.value_or(0);
+  e.minor = minor.value_or(0);
+  return e;
+}
+
+class DevicesCgroup : public Modifier {
+ public:
+  explicit DevicesCgroup(bool follow_outside_dev) : follow_outside_dev_(follow_outside_dev) {}
+
+  std::string_view name() const override { return "devices-cgroup"; }
+
+  void apply(Spec& spec, Context&) override {
+    std::vector<Rule> rules = read_rules(spec);
+    const Json* found = spec.find({"linux", "devices"});
+    if (!found || found->is_null() || (found->is_array() && found->empty())) return;
+    Json& devices = spec.array_at({"linux", "devices"});
+    bool all = allows_all(rules);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      Entry e = read_entry(devices[i], at("linux.devices", i), follow_outside_dev_);
+      if (all || e.type == 'p') continue;
+      char type = e.type == 'u' ? 'c' : e.type;
+      std::string wanted = "rwm";
+      for (const auto& r : rules)
+        if (r.allow && names_exactly(r, type, e.major, e.minor)) wanted = r.access;
+      if ((bits(wanted) & ~granted(rules, type, e.major, e.minor)).none()) continue;
+      auto deny = std::find_if(rules.begin(), rules.end(),
+                               [&](const Rule& r) { return !r.allow && names_exactly(r, type, e.major, e.minor); });
+      if (deny != rules.end()) {
+        log::debug("devices-cgroup: {} ({}:{}) is denied by name; not adding an allow rule", e.path, e.major, e.minor);
+        continue;
+      }
+      Rule added{true, type, e.major, e.minor, wanted};
+      rules.push_back(added);
+      spec.array_at({"linux", "resources", "devices"})
+          .push_back(Json{{"allow", true},
+                          {"type", std::string(1, type)},
+                          {"major", e.major},
+                          {"minor", e.minor},
+                          {"access", wanted}});
+    }
+  }
+
+ private:
+  bool follow_outside_dev_;
+};
+
+}  // namespace
+
+std::unique_ptr<Modifier> make_devices_cgroup(config::Section& s) {
+  if (s.boolean("enabled") == false) return nullptr;
+  bool follow = s.boolean("follow-symlinks-outside-dev").value_or(false);
+  return std::make_unique<DevicesCgroup>(follow);
+}
+
+}  // namespace specshim
