@@ -58,8 +58,10 @@ std::optional<QualifiedName> parse_qualified_name(std::string_view s, std::strin
   };
   auto eq = s.find('=');
   if (eq == std::string_view::npos) return fail("missing \"=NAME\"");
-  auto [vendor, cls] = split_kind(s.substr(0, eq));
+  std::string_view qualifier = s.substr(0, eq);
+  auto [vendor, cls] = split_kind(qualifier);
   std::string_view name = s.substr(eq + 1);
+  if (qualifier.find('/') == std::string_view::npos && !qualifier.empty()) return fail("missing class");
   if (vendor.empty()) return fail("missing vendor");
   if (cls.empty()) return fail("missing class");
   if (name.empty()) return fail("missing device name");
