@@ -4,7 +4,7 @@
 // b/c/u entry this adds a matching allow rule to linux.resources.devices
 // unless the rules already grant that access, and it validates every rule so
 // a bad one fails here with its index instead of inside runc. It never adds a
-// wildcard rule, never overrides a deny that names the device, and leaves
+// wildcard rule, never overrides a deny that names the device's major, and leaves
 // rules it did not add untouched and in order. See docs/devices-cgroup.md.
 #include <algorithm>
 #include <bitset>
@@ -180,10 +180,14 @@ class DevicesCgroup : public Modifier {
       for (const auto& r : rules)
         if (r.allow && names_exactly(r, type, e.major, e.minor)) wanted = r.access;
       if ((bits(wanted) & ~granted(rules, type, e.major, e.minor)).none()) continue;
-      auto deny = std::find_if(rules.begin(), rules.end(),
-                               [&](const Rule& r) { return !r.allow && names_exactly(r, type, e.major, e.minor); });
+      // A deny with a major number was aimed at this device (or its driver);
+      // only type-wide and global denies (the default deny-all) are overridden.
+      auto deny = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) {
+        return !r.allow && r.major && matches(r, type, e.major, e.minor);
+      });
       if (deny != rules.end()) {
-        log::debug("devices-cgroup: {} ({}:{}) is denied by name; not adding an allow rule", e.path, e.major, e.minor);
+        log::debug("devices-cgroup: {} ({}:{}) is denied by a rule naming its major; no allow rule added", e.path,
+                   e.major, e.minor);
         continue;
       }
       Rule added{true, type, e.major, e.minor, wanted};

@@ -3,10 +3,12 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 
 #include "specshim/error.h"
 
@@ -44,18 +46,30 @@ HostDevice lstat_device(const std::string& path) {
 }
 
 HostDevice resolve_device(const std::string& path, const std::string& dev_dir, bool outside_ok) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) throw_errno("stat host device node `" + path + "`");
-  if (!S_ISLNK(st.st_mode)) return lstat_device(path);
-  char buf[PATH_MAX];
-  if (!::realpath(path.c_str(), buf)) throw_errno("resolve host device node `" + path + "`");
-  std::string target = buf;
-  std::string root = dev_dir.empty() || dev_dir.back() != '/' ? dev_dir + "/" : dev_dir;
-  if (!outside_ok && target.rfind(root, 0) != 0 && root != "/")
-    throw Error("host device node `" + path + "` is a symlink to `" + target + "`, outside " +
-                root.substr(0, root.size() - 1) +
-                " (set [devices-cgroup] follow-symlinks-outside-dev = true to allow it)");
-  return lstat_device(target);
+  std::filesystem::path root = std::filesystem::path(dev_dir).lexically_normal();
+  auto inside = [&](const std::filesystem::path& p) {
+    auto rel = p.lexically_relative(root);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+  for (int hop = 0; hop < 40; ++hop) {
+    // The directories are resolved by the kernel; the last component is looked at with lstat.
+    char buf[PATH_MAX];
+    if (!::realpath(p.parent_path().c_str(), buf)) throw_errno("resolve host device node `" + path + "`");
+    std::filesystem::path real = std::filesystem::path(buf) / p.filename();
+    bool followed = hop > 0 || real != p;
+    if (followed && !outside_ok && !inside(real))
+      throw Error("host device node `" + path + "` resolves through a symlink to `" + real.string() + "`, outside " +
+                  root.string() + " (set [devices-cgroup] follow-symlinks-outside-dev = true to allow it)");
+    struct stat st {};
+    if (::lstat(real.c_str(), &st) != 0) throw_errno("stat host device node `" + path + "`");
+    if (!S_ISLNK(st.st_mode)) return lstat_device(real.string());
+    ssize_t n = ::readlink(real.c_str(), buf, sizeof buf - 1);
+    if (n < 0) throw_errno("read symlink `" + real.string() + "`");
+    std::filesystem::path target(std::string(buf, static_cast<std::size_t>(n)));
+    p = (target.is_absolute() ? target : real.parent_path() / target).lexically_normal();
+  }
+  throw Error("host device node `" + path + "`: too many levels of symlinks");
 }
 
 }  // namespace specshim

@@ -20,9 +20,10 @@ struct HostDevice {
 // "host device node `P` is not a device node (a symlink)".
 HostDevice lstat_device(const std::string& path);
 
-// resolve_device is lstat_device for a path that may be a symlink: the link is
-// resolved, and its target must lie under dev_dir unless outside_ok. Returns
-// the node's description; throws Error naming the path and its target.
+// resolve_device is lstat_device for a path that may be or go through
+// symlinks: they are followed, but when any was, every place the resolution
+// goes through must lie under dev_dir unless outside_ok. Throws Error naming
+// the path and where it led.
 HostDevice resolve_device(const std::string& path, const std::string& dev_dir, bool outside_ok);
 
 }  // namespace specshim

@@ -13,7 +13,9 @@ using Catch::StartsWith;
 
 namespace {
 
-SpecFile parse(const std::string& text) { return parse_spec(text, "/etc/cdi/t.yaml"); }
+SpecFile parse(const std::string& text) {
+  return parse_spec(text, "/etc/cdi/t.yaml");
+}
 
 // error returns the message parse_spec throws for text.
 std::string error(const std::string& text) {
@@ -27,8 +29,8 @@ std::string error(const std::string& text) {
 
 // yaml wraps device edits into a one-device spec of the given version.
 std::string yaml(const std::string& version, const std::string& edits, const std::string& name = "gpu0") {
-  return "cdiVersion: " + version + "\nkind: vendor.com/gpu\ndevices:\n- name: " + name +
-         "\n  containerEdits:\n" + edits;
+  return "cdiVersion: " + version + "\nkind: vendor.com/gpu\ndevices:\n- name: " + name + "\n  containerEdits:\n" +
+         edits;
 }
 
 }  // namespace
@@ -85,11 +87,11 @@ TEST_CASE("cdi spec: YAML reads as YAML 1.1, like upstream's go-yaml v2") {
   SpecFile s = parse(yaml("0.5.0",
                           "    deviceNodes:\n"
                           "    - path: /dev/gpu0\n"
-                          "      fileMode: 0666\n"    // octal
-                          "      major: 0x10\n"        // hex
-                          "      minor: 1_000\n"       // underscores
-                          "      uid: 0o17\n",         // Go's 0o prefix
-                          "0"));                       // a plain 0 as a name becomes "0"
+                          "      fileMode: 0666\n"  // octal
+                          "      major: 0x10\n"     // hex
+                          "      minor: 1_000\n"    // underscores
+                          "      uid: 0o17\n",      // Go's 0o prefix
+                          "0"));                    // a plain 0 as a name becomes "0"
   const DeviceNode& n = s.devices.at(0).edits.device_nodes.at(0);
   CHECK(n.file_mode == 0666u);
   CHECK(n.major == 16);
@@ -156,8 +158,8 @@ TEST_CASE("cdi spec: 0.6.0 features (annotations, dots in the class)") {
              Contains("at least v0.6.0 (annotations needs it)"));
   CHECK_THAT(error("cdiVersion: 0.5.0\nkind: vendor.com/gpu.x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n"),
              Contains("at least v0.6.0 (a '.' in the class of kind \"vendor.com/gpu.x\" needs it)"));
-  CHECK(parse("cdiVersion: 0.6.0\nkind: vendor.com/gpu.x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n")
-            .kind == "vendor.com/gpu.x");
+  CHECK(parse("cdiVersion: 0.6.0\nkind: vendor.com/gpu.x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n").kind ==
+        "vendor.com/gpu.x");
 }
 
 TEST_CASE("cdi spec: strict decoding names the line and the field") {
@@ -220,7 +222,8 @@ TEST_CASE("cdi spec: containerEdits validation as upstream") {
   CAPTURE(edits);
   CHECK_THAT(error(yaml("1.1.0", edits)), Contains(want));
   CHECK_NOTHROW(parse(yaml("1.1.0", "    intelRdt: {closID: /}\n")));
-  CHECK_NOTHROW(parse(yaml("1.1.0", "    env: [\"K=\", \"K=a=b\"]\n    deviceNodes: [{path: /dev/a, permissions: mmrw}]\n")));
+  CHECK_NOTHROW(
+      parse(yaml("1.1.0", "    env: [\"K=\", \"K=a=b\"]\n    deviceNodes: [{path: /dev/a, permissions: mmrw}]\n")));
 }
 
 TEST_CASE("cdi spec: hostile documents fail cleanly") {
@@ -249,7 +252,8 @@ TEST_CASE("cdi spec: minimum_version reports the feature") {
 
 namespace {
 
-const char* kSpecA = "cdiVersion: 0.3.0\nkind: vendor.com/gpu\ndevices:\n- name: a\n  containerEdits: {env: [FROM=%s]}\n";
+const char* kSpecA =
+    "cdiVersion: 0.3.0\nkind: vendor.com/gpu\ndevices:\n- name: a\n  containerEdits: {env: [FROM=%s]}\n";
 
 std::string spec_a(const std::string& from) {
   std::string s = kSpecA;
@@ -346,7 +350,16 @@ TEST_CASE("host devices: lstat, and symlinks resolved only inside the dev dir") 
   std::string link = (t / "dev/link").string();
   CHECK_THROWS_WITH(lstat_device(link), Contains("(a symlink)"));
   CHECK_THROWS_WITH(resolve_device(link, (t / "dev").string(), false),
-                    Contains("is a symlink to `/dev/null`, outside " + (t / "dev").string()));
+                    Contains("resolves through a symlink to `/dev/null`, outside " + (t / "dev").string()));
   CHECK(resolve_device(link, (t / "dev").string(), true).minor == 3);
-  CHECK(resolve_device(link, "/dev", false).minor == 3);
+  CHECK(resolve_device(link, "/", false).minor == 3);
+  CHECK(resolve_device("/dev/null", "/dev", false).minor == 3);
+  std::filesystem::create_symlink("../dev/link", t / "dev/link2");  // a chain, relative, inside until the end
+  CHECK_THROWS_WITH(resolve_device((t / "dev/link2").string(), (t / "dev").string(), false),
+                    Contains("resolves through a symlink to `/dev/null`"));
+  std::filesystem::create_directory_symlink("/dev", t / "dev/devdir");  // a symlinked directory counts too
+  CHECK_THROWS_WITH(resolve_device((t / "dev/devdir/null").string(), (t / "dev").string(), false),
+                    Contains("resolves through a symlink to `/dev/null`"));
+  CHECK(resolve_device((t / "dev/devdir/null").string(), (t / "dev").string(), true).minor == 3);
+  CHECK_THROWS_WITH(resolve_device("/dev/stdin", "/dev", false), Contains("resolves through a symlink to `/proc/"));
 }
