@@ -353,22 +353,21 @@ class Cdi : public Modifier {
 
  private:
   // registry scans the spec dirs once per create: later passes of the chain
-  // reuse the scan unless they ask for a kind it did not look for.
-  const cdi::Registry& registry(const std::vector<std::string>& requested) {
-    std::set<std::string> kinds;
-    for (const auto& name : requested) kinds.insert(cdi::parse_qualified_name(name)->kind());
-    if (!registry_ || !std::includes(kinds_.begin(), kinds_.end(), kinds.begin(), kinds.end())) {
-      kinds_.insert(kinds.begin(), kinds.end());
-      registry_ = cdi::load_specs(dirs_, &kinds_);
+  // reuse the scan unless they ask for a device it did not look for.
+  const cdi::Registry& registry(std::vector<std::string> requested) {
+    std::sort(requested.begin(), requested.end());
+    if (!registry_ || !std::includes(wanted_.begin(), wanted_.end(), requested.begin(), requested.end())) {
+      wanted_.insert(requested.begin(), requested.end());
+      registry_ = cdi::load_specs(dirs_, &wanted_);
       log::debug("cdi: scanned {} for {}: {} file(s), {} device(s)", join(dirs_, ", "),
-                 join(std::vector<std::string>(kinds_.begin(), kinds_.end()), ", "), registry_->files.size(),
+                 join(std::vector<std::string>(wanted_.begin(), wanted_.end()), ", "), registry_->files.size(),
                  registry_->devices.size());
     }
     return *registry_;
   }
 
   std::vector<std::string> dirs_;
-  std::set<std::string> kinds_;
+  std::set<std::string> wanted_;
   std::optional<cdi::Registry> registry_;
 };
 

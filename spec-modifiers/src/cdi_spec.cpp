@@ -561,20 +561,50 @@ std::vector<std::string> list_spec_files(const std::string& dir, std::string& er
   return names;
 }
 
-// may_define reports whether text could hold a kind from kinds. A string value
-// can only differ from its bytes in the file through an escape (JSON or a
-// double-quoted YAML scalar, both with a backslash) or through YAML line
-// folding, which puts a space or newline into the value; neither character is
-// valid in a kind. So without a backslash, a file that can define a kind has
-// it literally.
-bool may_define(std::string_view text, const std::set<std::string>& kinds) {
-  if (text.find('\\') != std::string_view::npos) return true;
-  for (const auto& k : kinds)
-    if (text.find(k) != std::string_view::npos) return true;
+// literally reports whether word occurs in text as a whole value: not next
+// to a character that `inside` says could continue it.
+template <typename Inside>
+bool literally(std::string_view text, std::string_view word, Inside inside) {
+  for (auto at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    bool starts = at == 0 || !inside(text[at - 1]);
+    bool ends = at + word.size() == text.size() || !inside(text[at + word.size()]);
+    if (starts && ends) return true;
+  }
   return false;
 }
 
-SpecFileResult load_file(const std::string& path, int priority, const std::set<std::string>* kinds) {
+bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+bool in_kind(char c) { return alnum(c) || c == '_' || c == '.' || c == '-' || c == '/'; }
+bool in_name(char c) { return alnum(c) || c == '_' || c == '.' || c == '-' || c == ':'; }
+
+// may_be_rewritten: a plain YAML scalar that reads as an integer or a boolean
+// becomes its canonical text ("0x10" is "16", "yes" is "true"), so such a
+// name need not appear in the file as written.
+bool may_be_rewritten(std::string_view name) {
+  if (name == "true" || name == "false") return true;
+  if (!name.empty() && name[0] == '-') name.remove_prefix(1);
+  return !name.empty() && name.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// may_define reports whether text could define one of the wanted devices
+// (qualified names). A string value can differ from its bytes in the file only
+// through an escape (JSON, or a double-quoted YAML scalar: both need a
+// backslash), through YAML line folding (which puts a space or newline into
+// the value, invalid in kinds and names), or through YAML's integer and
+// boolean reading (may_be_rewritten). So without a backslash, a file that
+// defines kind=name holds the kind, and the name, each as a whole value.
+bool may_define(std::string_view text, const std::set<std::string>& wanted) {
+  if (text.find('\\') != std::string_view::npos) return true;
+  for (const auto& q : wanted) {
+    auto eq = q.find('=');
+    std::string_view kind = std::string_view(q).substr(0, eq), name = std::string_view(q).substr(eq + 1);
+    if (!literally(text, kind, in_kind)) continue;
+    if (may_be_rewritten(name) || literally(text, name, in_name)) return true;
+  }
+  return false;
+}
+
+SpecFileResult load_file(const std::string& path, int priority, const std::set<std::string>* wanted) {
   SpecFileResult r;
   r.path = path;
   r.priority = priority;
@@ -585,7 +615,7 @@ SpecFileResult load_file(const std::string& path, int priority, const std::set<s
   }
   try {
     std::string text = fs::read_regular_file(path, kMaxSpecFileBytes);
-    if (kinds && !may_define(text, *kinds)) {
+    if (wanted && !may_define(text, *wanted)) {
       r.status = SpecFileResult::Status::skipped;
       return r;
     }
@@ -602,7 +632,7 @@ SpecFileResult load_file(const std::string& path, int priority, const std::set<s
 
 }  // namespace
 
-Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* kinds) {
+Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted) {
   Registry reg;
   reg.dirs = dirs;
   // Per name: the files that define it at the highest priority seen so far.
@@ -613,7 +643,7 @@ Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::st
     if (!error.empty()) reg.dir_errors.push_back(error);
     for (const auto& name : names) {
       std::string path = dirs[p] + (dirs[p].empty() || dirs[p].back() == '/' ? "" : "/") + name;
-      SpecFileResult r = load_file(path, static_cast<int>(p), kinds);
+      SpecFileResult r = load_file(path, static_cast<int>(p), wanted);
       if (r.status == SpecFileResult::Status::failed) log::debug("cdi: spec file {} not loaded: {}", path, r.error);
       if (r.spec) {
         for (const Device& d : r.spec->devices) {

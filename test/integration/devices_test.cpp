@@ -63,50 +63,44 @@ void inject_without_rule(BusyboxBundle& b) {
   b.save();
 }
 
+// run_probe runs the bundle through specshim and runc and returns what the
+// probe printed; the probe itself always exits 0.
+std::string run_probe(const Host& host, const BusyboxBundle& b, const std::string& config) {
+  Shim shim(host.tmp.path(), config);
+  auto r = shim.run(b, unique_id("it-dev"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
 }  // namespace
 
 TEST_CASE("cdi: a requested device is visible and openable in a runc container") {
   Host host;
   host.spec("");
   BusyboxBundle b = probe_bundle(host, "example.com/accel=0");
-  Shim shim(host.tmp.path(), host.config("[\"cdi\", \"devices-cgroup\"]"));
-  auto r = shim.run(b, unique_id("it-cdi"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == std::string(kVisible) + "open-ok\n");
 }
 
 TEST_CASE("devices: a node without an allow rule is visible but EPERM (runc's defaults do not cover 1:11)") {
   Host host;
   BusyboxBundle b = probe_bundle(host, "");
   inject_without_rule(b);
-  Shim shim(host.tmp.path(), "[chain]\norder = []\n");
-  auto r = shim.run(b, unique_id("it-norule"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + kDenied);
+  REQUIRE(run_probe(host, b, "[chain]\norder = []\n") == std::string(kVisible) + kDenied);
 }
 
 TEST_CASE("devices-cgroup: the missing allow rule is added and the node opens") {
   Host host;
   BusyboxBundle b = probe_bundle(host, "");
   inject_without_rule(b);
-  Shim shim(host.tmp.path(), "[chain]\norder = [\"devices-cgroup\"]\n");
-  auto r = shim.run(b, unique_id("it-dc"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(run_probe(host, b, "[chain]\norder = [\"devices-cgroup\"]\n") == std::string(kVisible) + "open-ok\n");
 }
 
 TEST_CASE("cdi: the spec's permissions narrow the rule, and devices-cgroup does not widen it") {
   Host host;
   host.spec("rm");
   BusyboxBundle b = probe_bundle(host, "example.com/accel=0");
-  Shim shim(host.tmp.path(), host.config("[\"cdi\", \"devices-cgroup\"]"));
-  auto r = shim.run(b, unique_id("it-cdi-ro"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + kDenied);
+  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == std::string(kVisible) + kDenied);
 }
 
 TEST_CASE("cdi: an unresolvable device fails the create with the cause in --log, runc never runs") {

@@ -307,19 +307,26 @@ TEST_CASE("cdi dirs: what is scanned, skipped and recorded") {
   CHECK(env_of(r, "vendor.com/gpu=a") == "FROM=a");
 }
 
-TEST_CASE("cdi dirs: files that cannot define a wanted kind are not parsed") {
+TEST_CASE("cdi dirs: files that cannot define a wanted device are not parsed") {
   test::TempDir t;
   test::write_file(t / "d/a.yaml", spec_a("a"));
   test::write_file(t / "d/b.yaml", "cdiVersion: 0.3.0\nkind: other.com/x\n{{{ broken");
   test::write_file(t / "d/c.json", "{\"kind\": \"vendor.com\\/gpu\", broken");  // an escape: must be parsed
-  std::set<std::string> kinds{"vendor.com/gpu"};
-  Registry r = load_specs({(t / "d").string()}, &kinds);
-  REQUIRE(r.files.size() == 3);
-  CHECK(r.files[0].status == SpecFileResult::Status::loaded);
-  CHECK(r.files[1].status == SpecFileResult::Status::skipped);
-  CHECK(r.files[2].status == SpecFileResult::Status::failed);
+  test::write_file(t / "d/d.yaml", "kind: my-vendor.com/gpu\nx: vendor.com/gpus\ny: [vendor.com/gpu/x]\n{{{ a");
+  test::write_file(t / "d/e.yaml", "{kind: 'vendor.com/gpu', devices: [{name: a}]}\n{{{");
+  test::write_file(t / "d/f.yaml", "{kind: vendor.com/gpu, devices: [{name: ab}, {name: b-a}]}\n{{{");  // no "a"
+  test::write_file(t / "d/g.yaml", "{kind: vendor.com/gpu, devices: [{name: 0x10}]}\n{{{");  // "16" may hide here
+  std::set<std::string> wanted{"vendor.com/gpu=a", "vendor.com/gpu=16"};
+  Registry r = load_specs({(t / "d").string()}, &wanted);
+  std::vector<SpecFileResult::Status> got;
+  for (const auto& f : r.files) got.push_back(f.status);
+  using S = SpecFileResult::Status;
+  CHECK(got == std::vector<S>{S::loaded, S::skipped, S::failed, S::skipped, S::failed, S::failed, S::failed});
+  std::set<std::string> only_a{"vendor.com/gpu=a"};
+  CHECK(load_specs({(t / "d").string()}, &only_a).files.at(5).status == S::skipped);
+  CHECK(load_specs({(t / "d").string()}, &only_a).files.at(6).status == S::skipped);
   Registry all = load_specs({(t / "d").string()});
-  CHECK(all.files[1].status == SpecFileResult::Status::failed);
+  CHECK(all.files[1].status == S::failed);
 }
 
 TEST_CASE("cdi dirs: an unreadable dir is reported and later dirs still load") {

@@ -172,9 +172,10 @@ struct Registry {
 // load_specs scans dirs in order (a later dir overrides an earlier one), each
 // in byte order of file names, taking *.json and *.yaml files and skipping
 // subdirectories; a missing dir is skipped. A file that fails to load is
-// recorded, never fatal. With kinds given, a file whose bytes cannot define
-// any of those kinds (no backslash escape and no kind literally present) is
-// recorded as skipped without being parsed.
-Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* kinds = nullptr);
+// recorded, never fatal. With wanted (qualified device names) given, a file
+// whose bytes cannot define any of them is recorded as skipped, unparsed: it
+// has no backslash escape and lacks the kind or the name as a whole value.
+// Skipping such files changes no result for the wanted devices.
+Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr);
 
 }  // namespace specshim::cdi
