@@ -573,9 +573,15 @@ bool literally(std::string_view text, std::string_view word, Inside inside) {
   return false;
 }
 
-bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-bool in_kind(char c) { return alnum(c) || c == '_' || c == '.' || c == '-' || c == '/'; }
-bool in_name(char c) { return alnum(c) || c == '_' || c == '.' || c == '-' || c == ':'; }
+bool alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+bool in_kind(char c) {
+  return alnum(c) || c == '_' || c == '.' || c == '-' || c == '/';
+}
+bool in_name(char c) {
+  return alnum(c) || c == '_' || c == '.' || c == '-' || c == ':';
+}
 
 // may_be_rewritten: a plain YAML scalar that reads as an integer or a boolean
 // becomes its canonical text ("0x10" is "16", "yes" is "true"), so such a
