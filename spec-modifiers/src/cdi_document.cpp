@@ -304,9 +304,10 @@ Node read_yaml(std::string_view text) {
   try {
     YAML::Parser parser(in);
     parser.HandleNextDocument(reader);
+    // One look past the first document: yaml-cpp can report empty documents
+    // forever on some malformed input, so this is not a loop.
     NoopHandler rest;
-    while (parser.HandleNextDocument(rest))
-      if (rest.saw_content) throw Error("more than one YAML document");
+    if (parser.HandleNextDocument(rest) && rest.saw_content) throw Error("more than one YAML document");
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) throw Error(e.msg);
     fail_at(e.mark.line + 1, "column " + std::to_string(e.mark.column + 1) + ": " + e.msg);

@@ -127,7 +127,7 @@ Entry read_entry(Json& j, const std::string& where, bool follow_outside_dev) {
   if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
   auto p = j.find("path");
   if (p == j.end() || !p->is_string() || p->get_ref<const std::string&>().empty() ||
-      p->get_ref<const std::string&>()[0] != '/')
+      p->get_ref<const std::string&>()[0] != '/' || contains_control(p->get_ref<const std::string&>()))
     throw Error("`" + where + ".path`: want an absolute path");
   Entry e{p->get<std::string>(), 0, 0, 0};
   std::string type;
