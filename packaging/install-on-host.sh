@@ -351,13 +351,13 @@ do_install() {
   version=$(config_version "$cfg")
   CHANGED=0 V2_NEWLINE=$(state_get v2_added_newline) V2_CREATED=$(state_get v2_created_config)
   IMPORTS_EDIT=$(state_get imports_edit) DROPIN_DIR_CREATED=$(state_get dropin_dir_created)
-  install_binary
-  install_config
   case "$version" in
-    2) install_v2 "$cfg" ;;
-    3) install_v3 "$cfg" ;;
+    2 | 3) ;;
     *) die "$(strip_root "$cfg") is containerd config version $version; specshim supports 2 (containerd 1.6/1.7) and 3 (2.x)" ;;
   esac
+  install_binary
+  install_config
+  if [ "$version" = 2 ]; then install_v2 "$cfg"; else install_v3 "$cfg"; fi
   state_write "config_version=$version" "containerd_config=$CONTAINERD_CONFIG" \
     "binary_path=$BINARY_PATH" "binary_installed=$BINARY_INSTALLED" "config_installed=$CONFIG_INSTALLED" \
     "v2_added_newline=${V2_NEWLINE:-0}" "v2_created_config=${V2_CREATED:-0}" \
