@@ -225,6 +225,7 @@ install_v2() {
   {
     printf '%s\n' "$BEGIN_MARK"
     render_snippet "$SOURCE_ROOT/usr/share/specshim/containerd/containerd-1.x.toml" "$cfg"
+    default_runc_table "$cfg"
     printf '%s\n' "$END_MARK"
   } >"$block"
   if [ -f "$cfg" ] && grep -qxF "$BEGIN_MARK" "$cfg"; then
@@ -254,6 +255,34 @@ install_v2() {
   rm -f "$block"
   log "added the specshim handler to $(strip_root "$cfg") (containerd 1.x: in place, not as an import)"
   CHANGED=1
+}
+
+# default_runc_table prints a runc handler when the node's config relies on
+# containerd's built-in one: containerd 1.x drops its built-in handlers as
+# soon as the config names any runtime, and the CRI plugin then fails to load
+# ("no corresponding runtime configured ... default_runtime_name").
+default_runc_table() {
+  local cfg=$1 own name
+  own=$(mktemp)
+  if [ -f "$cfg" ]; then
+    sed "/^$(regex_escape "$BEGIN_MARK")\$/,/^$(regex_escape "$END_MARK")\$/d" "$cfg" >"$own"
+  fi
+  name=$(sed -n 's/^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$own" | head -n 1)
+  name=${name:-runc}
+  if grep -Eq "^[[:space:]]*\[plugins\.\"io\.containerd\.grpc\.v1\.cri\"\.containerd\.runtimes\.\"?$name\"?\]" "$own"; then
+    rm -f "$own"
+    return
+  fi
+  rm -f "$own"
+  [ "$name" = runc ] || die "default_runtime_name \`$name\` has no runtimes table in $(strip_root "$cfg"); fix that first"
+  printf '\n# containerd 1.x forgets its built-in runc handler once the config names any\n'
+  printf '# runtime; restate it (containerd'"'"'s defaults) so default_runtime_name = "runc" works.\n'
+  printf '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+  printf '  runtime_type = "io.containerd.runc.v2"\n'
+  if uses_systemd_cgroup "$cfg"; then
+    printf '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+    printf '    SystemdCgroup = true\n'
+  fi
 }
 
 extract_block() { sed -n "/^$(regex_escape "$BEGIN_MARK")\$/,/^$(regex_escape "$END_MARK")\$/p" "$1"; }

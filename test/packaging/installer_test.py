@@ -158,6 +158,9 @@ class InstallerTest(unittest.TestCase):
         self.assertEqual(cri["cni"]["bin_dir"], "/usr/lib/cni", "the node's CRI settings must survive")
         handler = cri["containerd"]["runtimes"]["specshim"]
         self.assertEqual(handler["runtime_type"], "io.containerd.runc.v2")
+        # Naming any runtime drops containerd 1.x's built-in runc; CRI would not load without it.
+        self.assertEqual(cri["containerd"]["default_runtime_name"], "runc")
+        self.assertEqual(cri["containerd"]["runtimes"]["runc"]["runtime_type"], "io.containerd.runc.v2")
         self.assertEqual(handler["options"]["BinaryName"], "/usr/local/bin/specshim")
         self.assertIn("cdi.k8s.io/*", handler["container_annotations"])
         self.assertIn("specshim.io/passwd-name", handler["pod_annotations"])
@@ -192,6 +195,7 @@ class InstallerTest(unittest.TestCase):
         cri = cri_v2(n.dump())
         self.assertEqual(cri["sandbox_image"], "registry.k8s.io/pause:3.9")
         self.assertIs(cri["containerd"]["runtimes"]["specshim"]["options"]["SystemdCgroup"], True)
+        self.assertIs(cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"], True)
 
     def test_v2_uninstall_keeps_later_admin_edits(self):
         n = self.node
@@ -213,6 +217,14 @@ class InstallerTest(unittest.TestCase):
         self.assertIn("specshim", cri_v2(n.dump())["containerd"]["runtimes"])
         n.run("--uninstall")
         self.assertEqual(n.files(), [])
+
+    def test_v2_other_default_runtime_without_a_table_is_refused(self):
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG +
+              '[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "crun"\n')
+        r = n.run(check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("default_runtime_name `crun` has no runtimes table", r.stderr)
 
     def test_v2_handler_defined_by_hand_is_refused(self):
         n = self.node
