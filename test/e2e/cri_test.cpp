@@ -51,6 +51,22 @@ struct Pod {
   std::string create(const cri::ContainerConfig& cfg) { return c.cri().create_container(id, cfg, config); }
   std::string log_path(const cri::ContainerConfig& cfg) const { return config.log_directory() + "/" + cfg.log_path(); }
 
+  // Exited is a container run to completion: its id, final status and CRI log.
+  struct Exited {
+    std::string id;
+    cri::ContainerStatus status;
+    std::vector<LogLine> log;
+  };
+  // run creates and starts a container and waits for it to exit.
+  Exited run(const cri::ContainerConfig& cfg) {
+    Exited e;
+    e.id = create(cfg);
+    c.cri().start_container(e.id);
+    e.status = wait_exited(c.cri(), e.id);
+    e.log = read_cri_log(log_path(cfg));
+    return e;
+  }
+
   Containerd& c;
   cri::PodSandboxConfig config;
   std::string id;
@@ -111,20 +127,17 @@ TEST_CASE("CRI: a pod with the specshim handler runs its containers through spec
   dev->set_host_path("/dev/null");
   dev->set_container_path("/dev/fakegpu0");
   dev->set_permissions("rw");
-  const std::string main_id = pod.create(main);
-  c.cri().start_container(main_id);
-  auto status = wait_exited(c.cri(), main_id);
-  INFO(c.diagnostics());
-  REQUIRE(status.state() == cri::CONTAINER_EXITED);
-  CHECK(status.exit_code() == 7);
-  CHECK(status.reason() == "Error");
-  auto log = read_cri_log(pod.log_path(main));
-  INFO(log_text(log));
-  CHECK_THAT(log_text(log), Catch::Contains("stdout: uid=10001\n"));
-  CHECK_THAT(log_text(log), Catch::Contains("stdout: env=hello-env\n"));
-  CHECK_THAT(log_text(log),
-             Catch::Matches("[\\s\\S]*stdout: crw-rw-rw- +1 0 +0 +1, +3 [^\\n]*/dev/fakegpu0\n[\\s\\S]*"));
-  CHECK_THAT(log_text(log), Catch::Contains("stderr: to-stderr\n"));
+  auto ran = pod.run(main);
+  const std::string main_id = ran.id;
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  REQUIRE(ran.status.state() == cri::CONTAINER_EXITED);
+  CHECK(ran.status.exit_code() == 7);
+  CHECK(ran.status.reason() == "Error");
+  CHECK_THAT(log, Catch::Contains("stdout: uid=10001\n"));
+  CHECK_THAT(log, Catch::Contains("stdout: env=hello-env\n"));
+  CHECK_THAT(log, Catch::Matches("[\\s\\S]*stdout: crw-rw-rw- +1 0 +0 +1, +3 [^\\n]*/dev/fakegpu0\n[\\s\\S]*"));
+  CHECK_THAT(log, Catch::Contains("stderr: to-stderr\n"));
 
   // sleeper: a running task whose config.json shows what the handler's
   // annotation allowlists let through to specshim.
@@ -205,12 +218,10 @@ TEST_CASE("CRI: a uid without a passwd entry resolves to a name (passwd modifier
   Pod pod(c, "passwd-pod");
   auto cfg = container_config("main", "id -un; id -u; grep '^user10001:' /etc/passwd");
   cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
-  const std::string id = pod.create(cfg);
-  c.cri().start_container(id);
-  auto status = wait_exited(c.cri(), id);
-  auto log = log_text(read_cri_log(pod.log_path(cfg)));
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
   INFO(log << c.diagnostics());
-  CHECK(status.exit_code() == 0);
+  CHECK(ran.status.exit_code() == 0);
   CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:"));
 }
 
@@ -223,12 +234,10 @@ TEST_CASE("CRI: a cdi.k8s.io annotation brings the device node and env and mount
                               "echo cdi-env=$E2E_CDI_ENV; cat /mnt/cdi/hello");
   cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
   (*cfg.mutable_annotations())["cdi.k8s.io/e2e"] = "example.com/accel=0";  // as a device plugin sets it
-  const std::string id = pod.create(cfg);
-  c.cri().start_container(id);
-  auto status = wait_exited(c.cri(), id);
-  auto log = log_text(read_cri_log(pod.log_path(cfg)));
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
   INFO(log << c.diagnostics());
-  CHECK(status.exit_code() == 0);
+  CHECK(ran.status.exit_code() == 0);
   CHECK(log ==
         "stdout:  00 00 00 00\n"
         "stdout: node-opens\n"
