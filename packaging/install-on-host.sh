@@ -84,7 +84,11 @@ parse_args() {
     esac
     shift
   done
-  case "$BINARY_PATH" in /*) ;; *) die "--binary-path \`$BINARY_PATH\` must be absolute" ;; esac
+  case "$BINARY_PATH" in
+    *[!A-Za-z0-9/._+-]*) die "--binary-path \`$BINARY_PATH\` may hold only letters, digits and / . _ + -" ;;
+    /*) ;;
+    *) die "--binary-path \`$BINARY_PATH\` must be absolute" ;;
+  esac
   case "$CONTAINERD_CONFIG" in /*) ;; *) die "--containerd-config \`$CONTAINERD_CONFIG\` must be absolute" ;; esac
   [ -d "$HOST_ROOT" ] || die "host root \`$HOST_ROOT\` is not a directory (mount the node's / there)"
   HOST_ROOT=${HOST_ROOT%/}

@@ -378,6 +378,15 @@ class InstallerTest(unittest.TestCase):
         self.assertIn("config version 1", r.stderr)
         self.assertEqual(n.files(), ["etc/containerd/config.toml"], "nothing is touched")
 
+    def test_binary_path_must_be_a_plain_absolute_path(self):
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
+        for bad in ("relative/specshim", '/usr/bin/spec"shim', "/usr/bin/a|b"):
+            r = n.run("--binary-path", bad, check=False)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn("--binary-path", r.stderr)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"])
+
     def test_failed_restart_is_an_error(self):
         n = self.node
         write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
