@@ -39,7 +39,9 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
 // The constructor returns once CRI answers and the busybox image is imported
 // into the ctr namespace and k8s.io and known to CRI. The destructor tears
 // down even after a failed test: pods, ctr tasks, containerd, then any shim,
-// container process, runc state, mount and cgroup left behind.
+// container process, runc state, mount and cgroup left behind. A test process
+// killed before its teardown (ctest timeout) leaves its dir marked with its
+// pid (e2e-owner); the next harness cleans that up.
 class Containerd {
  public:
   Containerd();
@@ -76,9 +78,6 @@ class Containerd {
   void remove_pods() noexcept;
   void remove_ctr_tasks() noexcept;
   void stop_containerd() noexcept;
-  void kill_leftovers() noexcept;
-  void unmount_all() noexcept;
-  void remove_cgroups() noexcept;
 
   test::TempDir tmp_;
   std::string cgroup_root_;  // first cgroup path element of every pod, unique to this harness

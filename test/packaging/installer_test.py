@@ -178,6 +178,17 @@ class InstallerTest(unittest.TestCase):
         self.assertFalse(os.path.exists(n.path("/etc/specshim")))
         self.assertFalse(os.path.exists(n.path("/var/lib/specshim")))
 
+    def test_why_not_imports_on_containerd_1x(self):
+        """Importing the 1.x snippet would reset the node's CRI settings: the reason the
+        installer appends it instead."""
+        n = self.node
+        snippet = os.path.join(STAGE, "usr/share/specshim/containerd/containerd-1.x.toml")
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG.replace(
+            "version = 2\n", f'version = 2\nimports = ["{snippet}"]\n', 1))
+        cri = cri_v2(n.dump())
+        self.assertIn("specshim", cri["containerd"]["runtimes"])
+        self.assertNotEqual(cri["cni"]["bin_dir"], "/usr/lib/cni", "containerd 1.x now merges imports key by key")
+
     def test_v2_config_without_final_newline_is_restored_exactly(self):
         n = self.node
         cfg = n.path("/etc/containerd/config.toml")
