@@ -4,7 +4,8 @@
 # The package holds everything that has an install() rule anywhere in the tree
 # (the specshim binary, helpers installed to ${SPECSHIM_LIBEXECDIR}, ...) plus
 # the non-code files installed here: example config (a conffile), containerd
-# snippets, Kubernetes manifests, the node installer, docs, man page, copyright.
+# snippets, Kubernetes manifests, the node installer, docs, man page, copyright,
+# lintian overrides.
 # Paths are fixed by the binary, not by the install prefix: specshim reads
 # /etc/specshim/config.toml, and the snippets name /usr/bin/specshim.
 
@@ -53,6 +54,8 @@ install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION 
 file(GLOB _docs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/docs/*.md")
 install(FILES ${_docs} DESTINATION "${_doc}")
 install(FILES "${_pkg_out}/specshim.1.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
+install(FILES "${_pkg}/debian/specshim.lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
+        RENAME specshim)
 
 file(WRITE "${_pkg_out}/conffiles" "/etc/specshim/config.toml\n")
 
