@@ -76,6 +76,11 @@ std::string unescape_mountinfo(const std::string& s) {
   return out;
 }
 
+bool is_shim_of(const std::vector<std::string>& argv, const std::string& socket) {
+  return !argv.empty() && argv[0].ends_with("containerd-shim-runc-v2") &&
+         std::find(argv.begin(), argv.end(), socket) != argv.end();
+}
+
 // kill_leftovers ends shims started for this containerd and processes whose
 // root is one of its container rootfs, then clears what they left: runc
 // state and shim sockets (which live under /run/containerd, outside dir).
@@ -88,9 +93,7 @@ void kill_leftovers(const fs::path& dir) noexcept {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
     pid_t pid = std::stoi(name);
-    auto argv = cmdline(entry.path());
-    bool our_shim = !argv.empty() && argv[0].ends_with("containerd-shim-runc-v2") &&
-                    std::find(argv.begin(), argv.end(), socket) != argv.end();
+    bool our_shim = is_shim_of(cmdline(entry.path()), socket);
     std::error_code rec;
     auto root = fs::read_symlink(entry.path() / "root", rec).string();
     bool in_our_rootfs = !rec && root.starts_with(prefix);
@@ -338,6 +341,18 @@ test::ProcessResult Containerd::ctr(const std::vector<std::string>& args, int ti
 
 std::vector<std::string> Containerd::runtime_calls() const {
   return split_lines(read_or_empty(dir() / "runtime-calls.log"));
+}
+
+std::vector<pid_t> Containerd::shim_pids() const {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && std::all_of(name.begin(), name.end(), ::isdigit) &&
+        is_shim_of(cmdline(entry.path()), socket()))
+      out.push_back(std::stoi(name));
+  }
+  return out;
 }
 
 std::string Containerd::specshim_log() const {

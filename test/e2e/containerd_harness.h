@@ -62,6 +62,8 @@ class Containerd {
   // call specshim made, in order.
   std::vector<std::string> runtime_calls() const;
   std::string specshim_log() const;
+  // shim_pids: the containerd-shim-runc-v2 processes serving this containerd.
+  std::vector<pid_t> shim_pids() const;
   // diagnostics: tails of containerd's and specshim's logs, for failure messages.
   std::string diagnostics() const;
 

@@ -147,6 +147,7 @@ TEST_CASE("CRI: a pod with the specshim handler runs its containers through spec
   const std::string sleeper_id = pod.create(sleeper);
   c.cri().start_container(sleeper_id);
   REQUIRE(c.cri().container_status(sleeper_id).state() == cri::CONTAINER_RUNNING);
+  CHECK(c.shim_pids().size() == 1);  // one shim per pod runs specshim for all its containers
   auto annotations = nlohmann::json::parse(bundle_config(c, sleeper_id))["annotations"];
   INFO(annotations.dump(2));
   CHECK(annotations["cdi.k8s.io/e2e"] == "example.com/accel=0");

@@ -81,7 +81,20 @@ cri::ContainerConfig container_config(const std::string& name, const std::string
   auto* sc = cfg.mutable_linux()->mutable_security_context();
   sc->mutable_namespace_options()->set_pid(cri::CONTAINER);
   sc->mutable_namespace_options()->set_network(cri::NODE);
+  // The kubelet's defaults for a non-privileged container.
+  for (const char* p :
+       {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+        "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"})
+    sc->add_masked_paths(p);
+  for (const char* p : {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"})
+    sc->add_readonly_paths(p);
+  auto* res = cfg.mutable_linux()->mutable_resources();
+  res->set_cpu_shares(2);  // BestEffort
+  res->set_cpu_period(100000);
+  res->set_oom_score_adj(1000);
   (*cfg.mutable_labels())["io.kubernetes.container.name"] = name;
+  (*cfg.mutable_annotations())["io.kubernetes.container.restartCount"] = "0";
+  (*cfg.mutable_annotations())["io.kubernetes.container.terminationMessagePath"] = "/dev/termination-log";
   return cfg;
 }
 
