@@ -14,6 +14,7 @@ PACKAGES=(
   runc containerd busybox-static hyperfine
   clang-14 libclang-rt-14-dev
   iproute2 util-linux procps jq lintian file time
+  python3 python3-yaml shellcheck
 )
 
 missing=()

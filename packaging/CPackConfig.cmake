@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: Apache-2.0
+# The Debian package: `make -C build package` writes build/specshim_<version>_<arch>.deb.
+#
+# The package holds everything that has an install() rule anywhere in the tree
+# (the specshim binary, helpers installed to ${SPECSHIM_LIBEXECDIR}, ...) plus
+# the non-code files installed here: example config (a conffile), containerd
+# snippets, Kubernetes manifests, the node installer, docs, man page, copyright,
+# lintian overrides.
+# Paths are fixed by the binary, not by the install prefix: specshim reads
+# /etc/specshim/config.toml, and the snippets name /usr/bin/specshim.
+
+set(_pkg "${CMAKE_CURRENT_LIST_DIR}")
+set(_pkg_out "${CMAKE_BINARY_DIR}/packaging")
+set(_share "${CMAKE_INSTALL_DATADIR}/specshim")
+set(_doc "${CMAKE_INSTALL_DATADIR}/doc/specshim")
+
+# Set to the releasing team's address; the default is a placeholder.
+set(SPECSHIM_DEB_MAINTAINER "specshim maintainers <maintainers@specshim.invalid>"
+    CACHE STRING "Maintainer of the .deb (Maintainer field and changelog trailer)")
+
+# Debian wants the man page and changelog compressed with gzip -9n.
+configure_file("${_pkg}/debian/changelog.in" "${_pkg_out}/changelog" @ONLY)
+add_custom_command(
+  OUTPUT "${_pkg_out}/specshim.1.gz" "${_pkg_out}/changelog.gz"
+  COMMAND gzip -9nc "${_pkg}/debian/specshim.1" > "${_pkg_out}/specshim.1.gz"
+  COMMAND gzip -9nc "${_pkg_out}/changelog" > "${_pkg_out}/changelog.gz"
+  DEPENDS "${_pkg}/debian/specshim.1" "${_pkg_out}/changelog"
+  COMMENT "Compressing the man page and changelog")
+add_custom_target(specshim_package_docs ALL DEPENDS "${_pkg_out}/specshim.1.gz" "${_pkg_out}/changelog.gz")
+
+# /etc/specshim/config.toml: staged for packages; never overwrites a config on
+# a system installed to with `make install`.
+install(CODE "
+  # file(INSTALL) adds DESTDIR itself; the existence check has to add it.
+  set(_dst \"\$ENV{DESTDIR}/etc/specshim/config.toml\")
+  if(EXISTS \"\${_dst}\" AND NOT DEFINED ENV{DESTDIR})
+    message(STATUS \"Keeping existing: \${_dst}\")
+  else()
+    file(INSTALL \"${_pkg}/specshim.toml\" DESTINATION /etc/specshim
+         RENAME config.toml PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  endif()
+")
+
+install(FILES
+  "${CMAKE_SOURCE_DIR}/containerd-config/containerd-1.x.toml"
+  "${CMAKE_SOURCE_DIR}/containerd-config/containerd-2.x.toml"
+  DESTINATION "${_share}/containerd")
+install(FILES
+  "${_pkg}/kubernetes/runtimeclass.yaml"
+  "${_pkg}/kubernetes/daemonset.yaml"
+  DESTINATION "${_share}/kubernetes")
+install(PROGRAMS "${_pkg}/install-on-host.sh" DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/specshim")
+install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION "${_doc}")
+file(GLOB _docs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/docs/*.md")
+install(FILES ${_docs} DESTINATION "${_doc}")
+install(FILES "${_pkg_out}/specshim.1.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
+install(FILES "${_pkg}/debian/specshim.lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
+        RENAME specshim)
+
+file(WRITE "${_pkg_out}/conffiles" "/etc/specshim/config.toml\n")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME specshim)
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGE_CONTACT "${SPECSHIM_DEB_MAINTAINER}")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "OCI runtime shim completing container specs for GPU/NPU nodes")
+set(CPACK_PACKAGE_DESCRIPTION [[
+specshim is installed as the BinaryName of a containerd runtime handler in
+place of runc. On create it reads the bundle's config.json, runs a chain of
+spec modifiers to a fixed point and hands the same command line to runc;
+every other runc command passes through untouched.
+
+The modifiers give containers a passwd/group entry for their uid, inject CDI
+devices, resolve device plugin allocations through the kubelet and add the
+device cgroup rules the injected devices need. The package also ships the
+containerd handler snippets, a RuntimeClass and an installer DaemonSet.]])
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS runc)
+set(CPACK_DEBIAN_PACKAGE_ENHANCES containerd)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${_pkg_out}/conffiles")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
+    OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+set(CPACK_SOURCE_GENERATOR "")
+include(CPack)

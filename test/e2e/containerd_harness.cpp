@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "containerd_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace specshim::e2e {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::string read_or_empty(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tail(const std::string& s, std::size_t bytes) {
+  return s.size() <= bytes ? s : "..." + s.substr(s.size() - bytes);
+}
+
+// The shipped snippet with its one BinaryName line pointed at the built binary.
+std::string handler_snippet() {
+  std::string text = test::read_file(E2E_HANDLER_SNIPPET);
+  const std::string from = "BinaryName = \"/usr/bin/specshim\"";
+  auto at = text.find(from);
+  if (at == std::string::npos || text.find(from, at + 1) != std::string::npos)
+    throw std::runtime_error(std::string(E2E_HANDLER_SNIPPET) + ": expected exactly one `" + from + "` line");
+  return text.replace(at, from.size(), "BinaryName = \"" SPECSHIM_BINARY "\"");
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// cmdline of a process as its argv.
+std::vector<std::string> cmdline(const fs::path& proc) {
+  std::string raw = read_or_empty(proc / "cmdline");
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    if (raw[i] == '\0') argv.push_back(raw.substr(start, i - start)), start = i + 1;
+  return argv;
+}
+
+// Undo the octal escapes (\040 for a space ...) of /proc/self/mountinfo.
+std::string unescape_mountinfo(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+bool is_shim_of(const std::vector<std::string>& argv, const std::string& socket) {
+  return !argv.empty() && argv[0].ends_with("containerd-shim-runc-v2") &&
+         std::find(argv.begin(), argv.end(), socket) != argv.end();
+}
+
+// kill_leftovers ends shims started for this containerd and processes whose
+// root is one of its container rootfs, then clears what they left: runc
+// state and shim sockets (which live under /run/containerd, outside dir).
+void kill_leftovers(const fs::path& dir) noexcept {
+  const std::string prefix = dir.string() + "/";
+  const std::string socket = (dir / "containerd.sock").string();
+  std::vector<pid_t> killed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    pid_t pid = std::stoi(name);
+    bool our_shim = is_shim_of(cmdline(entry.path()), socket);
+    std::error_code rec;
+    auto root = fs::read_symlink(entry.path() / "root", rec).string();
+    bool in_our_rootfs = !rec && root.starts_with(prefix);
+    if (our_shim || in_our_rootfs) {
+      ::kill(pid, SIGKILL);
+      killed.push_back(pid);
+    }
+  }
+  poll_until([&] { return std::none_of(killed.begin(), killed.end(), [](pid_t p) { return ::kill(p, 0) == 0; }); }, 5s);
+
+  for (const auto& ns : fs::directory_iterator(dir / "state" / "io.containerd.runtime.v2.task", ec)) {
+    std::error_code iec;
+    for (const auto& bundle : fs::directory_iterator(ns.path(), iec)) {
+      const std::string runc_root = "/run/containerd/runc/" + ns.path().filename().string();
+      test::run_process({E2E_RUNC, "--root", runc_root, "delete", "--force", bundle.path().filename().string()}, {},
+                        10000);
+      std::string address = read_or_empty(bundle.path() / "address");
+      if (address.starts_with("unix://")) ::unlink(address.substr(7).c_str());
+    }
+  }
+}
+
+void unmount_under(const fs::path& dir) noexcept {
+  const std::string prefix = dir.string() + "/";
+  std::vector<std::string> points;
+  std::istringstream in(read_or_empty("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    point = unescape_mountinfo(point);
+    if (point.starts_with(prefix)) points.push_back(point);
+  }
+  std::sort(points.begin(), points.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
+  for (const auto& p : points) ::umount2(p.c_str(), MNT_DETACH);
+}
+
+void remove_cgroups(const std::string& cgroup_root) noexcept {
+  std::error_code ec;
+  for (const auto& controller : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+    fs::path top = controller.path() / cgroup_root;
+    std::error_code iec;
+    if (!fs::is_directory(top, iec)) continue;
+    // cgroup directories can only be rmdir'ed, deepest first.
+    std::vector<fs::path> dirs;
+    for (auto it = fs::recursive_directory_iterator(top, iec); !iec && it != fs::recursive_directory_iterator();
+         it.increment(iec))
+      if (it->is_directory(iec)) dirs.push_back(it->path());
+    std::sort(dirs.begin(), dirs.end(), [](auto& a, auto& b) { return a.string().size() > b.string().size(); });
+    for (const auto& d : dirs) ::rmdir(d.c_str());
+    ::rmdir(top.c_str());
+    // ctr's tasks default to /<namespace>/<id>; the parent goes once empty.
+    ::rmdir((controller.path() / kCtrNamespace).c_str());
+  }
+  // runc roots that containerd made for our namespaces, once empty.
+  for (const char* ns : {kCtrNamespace, "k8s.io"}) ::rmdir((fs::path("/run/containerd/runc") / ns).c_str());
+}
+
+std::string cgroup_root_of(const fs::path& dir) {
+  return "specshim-e2e-" + dir.filename().string();
+}
+
+// clean_up_after leaves nothing behind of a harness dir's containerd once
+// that containerd is gone.
+void clean_up_after(const fs::path& dir) noexcept {
+  kill_leftovers(dir);
+  unmount_under(dir);
+  remove_cgroups(cgroup_root_of(dir));
+}
+
+bool process_alive(pid_t pid) {
+  return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+// sweep_stale cleans up and removes harness dirs whose test process is gone
+// without its teardown (killed by a ctest timeout or a signal), so that one
+// killed run does not leave containerds, shims and mounts behind for good.
+void sweep_stale(const fs::path& base, const fs::path& self) noexcept {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    const fs::path dir = entry.path();
+    if (dir == self || !dir.filename().string().starts_with("specshim-test-")) continue;
+    std::string owner = read_or_empty(dir / "e2e-owner");
+    if (owner.empty() || process_alive(std::atoi(owner.c_str()))) continue;
+    pid_t containerd = std::atoi(read_or_empty(dir / "containerd.pid").c_str());
+    auto argv = containerd > 0 ? cmdline(fs::path("/proc") / std::to_string(containerd)) : std::vector<std::string>{};
+    if (std::find(argv.begin(), argv.end(), (dir / "config.toml").string()) != argv.end()) {
+      ::kill(containerd, SIGKILL);
+      poll_until([&] { return !process_alive(containerd); }, 5s);
+    }
+    clean_up_after(dir);
+    std::error_code rec;
+    fs::remove_all(dir, rec);
+  }
+}
+
+}  // namespace
+
+bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds deadline, std::chrono::milliseconds step) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= end) return done();
+    std::this_thread::sleep_for(step);
+  }
+  return true;
+}
+
+Containerd::Containerd() : cgroup_root_(cgroup_root_of(tmp_.path())) {
+  // A reader that goes away (`e2e_test | head`) must not kill the test before its teardown.
+  ::signal(SIGPIPE, SIG_IGN);
+  test::write_file(dir() / "e2e-owner", std::to_string(::getpid()));
+  sweep_stale(dir().parent_path(), dir());
+  try {
+    test::write_file(dir() / "runc-recorder",
+                     "#!/bin/sh\n"
+                     "# specshim's [runtime] path: record the argv specshim hands over, then be runc.\n"
+                     "printf '%s\\n' \"$*\" >> '" +
+                         (dir() / "runtime-calls.log").string() +
+                         "'\n"
+                         "exec " E2E_RUNC " \"$@\"\n",
+                     0755);
+    set_specshim_config();
+    fs::create_directories(dir() / "pods");
+    write_containerd_config();
+    start();
+    import_image();
+  } catch (...) {
+    teardown();
+    throw;
+  }
+}
+
+Containerd::~Containerd() {
+  teardown();
+}
+
+void Containerd::set_specshim_config(const std::string& extra_toml) {
+  test::write_file(dir() / "specshim.toml", "[runtime]\npath = \"" + (dir() / "runc-recorder").string() +
+                                                "\"\n\n[log]\nfile = \"" + (dir() / "specshim.log").string() +
+                                                "\"\nlevel = \"debug\"\n\n" + extra_toml);
+}
+
+void Containerd::write_containerd_config() const {
+  const std::string d = dir().string();
+  std::string config =
+      "# specshim e2e: a private containerd (root, state, socket under one temp dir).\n"
+      "version = 2\n"
+      "root = \"" +
+      d +
+      "/root\"\n"
+      "state = \"" +
+      d +
+      "/state\"\n"
+      "disabled_plugins = [\"io.containerd.snapshotter.v1.aufs\", \"io.containerd.snapshotter.v1.btrfs\",\n"
+      "  \"io.containerd.snapshotter.v1.zfs\", \"io.containerd.snapshotter.v1.devmapper\",\n"
+      "  \"io.containerd.internal.v1.tracing\", \"io.containerd.tracing.processor.v1.otlp\"]\n"
+      "[grpc]\n  address = \"" +
+      d +
+      "/containerd.sock\"\n"
+      "[debug]\n  level = \"debug\"\n"
+      "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"" +
+      d +
+      "/opt\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+      "  sandbox_image = \"" +
+      std::string(kImage) +
+      "\"\n"
+      "  restrict_oom_score_adj = true\n"
+      "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "    runtime_type = \"io.containerd.runc.v2\"\n"
+      "  [plugins.\"io.containerd.grpc.v1.cri\".cni]\n"
+      "    bin_dir = \"" +
+      d +
+      "/cni/bin\"\n"
+      "    conf_dir = \"" +
+      d +
+      "/cni/net.d\"\n"
+      "\n# The shipped handler, appended as install-on-host.sh does on a containerd 1.x node.\n" +
+      handler_snippet();
+  test::write_file(dir() / "config.toml", config);
+}
+
+void Containerd::start() {
+  const std::string config = (dir() / "config.toml").string();
+  const std::string log = (dir() / "containerd.log").string();
+  const std::string env_path = std::string("PATH=") + kPath;
+  const std::string env_config = "SPECSHIM_CONFIG=" + (dir() / "specshim.toml").string();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork containerd failed");
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const char* argv[] = {E2E_CONTAINERD, "--config", config.c_str(), nullptr};
+    const char* envp[] = {env_path.c_str(), env_config.c_str(), "HOME=/root", nullptr};
+    ::execve(argv[0], const_cast<char**>(argv), const_cast<char**>(envp));
+    ::_exit(127);
+  }
+  test::write_file(dir() / "containerd.pid", std::to_string(pid_));
+  // A channel that tried before containerd served keeps backing off; each
+  // attempt gets a fresh one.
+  bool ready = poll_until(
+      [&] {
+        if (!alive()) return true;
+        if (!fs::exists(socket())) return false;
+        try {
+          cri_ = std::make_unique<CriClient>(socket());
+          cri_->version(1s);
+          return true;
+        } catch (const RpcError&) {
+          return false;
+        }
+      },
+      30s, 50ms);
+  if (!alive()) throw std::runtime_error("containerd exited during start-up\n" + diagnostics());
+  if (!ready) throw std::runtime_error("containerd's CRI did not answer within 30s\n" + diagnostics());
+}
+
+void Containerd::import_image() {
+  for (const char* ns : {kCtrNamespace, "k8s.io"}) {
+    auto r = ctr({"--namespace", ns, "images", "import", E2E_IMAGE_TAR});
+    if (r.exit_code != 0) throw std::runtime_error("ctr images import: " + r.out + r.err + "\n" + diagnostics());
+  }
+  // CRI learns of images from containerd's events; wait until it has this one.
+  if (!poll_until([&] { return cri_->image_present(kImage); }, 20s))
+    throw std::runtime_error(std::string("CRI does not see ") + kImage + "\n" + diagnostics());
+}
+
+bool Containerd::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) pid_ = -1;
+  return pid_ > 0;
+}
+
+test::ProcessResult Containerd::ctr(const std::vector<std::string>& args, int timeout_ms) const {
+  std::vector<std::string> argv = {E2E_CTR, "--address", socket()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_process(argv, {{"PATH", kPath}}, timeout_ms);
+}
+
+std::vector<std::string> Containerd::runtime_calls() const {
+  return split_lines(read_or_empty(dir() / "runtime-calls.log"));
+}
+
+std::vector<pid_t> Containerd::shim_pids() const {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && std::all_of(name.begin(), name.end(), ::isdigit) &&
+        is_shim_of(cmdline(entry.path()), socket()))
+      out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+std::string Containerd::specshim_log() const {
+  return read_or_empty(dir() / "specshim.log");
+}
+
+std::string Containerd::diagnostics() const {
+  return "--- containerd.log (tail)\n" + tail(read_or_empty(dir() / "containerd.log"), 4000) +
+         "\n--- specshim.log (tail)\n" + tail(specshim_log(), 2000);
+}
+
+cri::PodSandboxConfig Containerd::pod_config(const std::string& name) const {
+  cri::PodSandboxConfig pod;
+  std::string uid = "uid-" + name + "-" + std::to_string(::getpid());
+  pod.mutable_metadata()->set_name(name);
+  pod.mutable_metadata()->set_namespace_("default");
+  pod.mutable_metadata()->set_uid(uid);
+  pod.set_log_directory((dir() / "pods" / ("default_" + name + "_" + uid)).string());
+  (*pod.mutable_labels())["io.kubernetes.pod.name"] = name;
+  auto* linux = pod.mutable_linux();
+  linux->set_cgroup_parent("/" + cgroup_root_ + "/pod" + uid);
+  linux->mutable_security_context()->mutable_namespace_options()->set_network(cri::NODE);
+  return pod;
+}
+
+// ---- teardown: each step is best effort and never throws -------------------
+
+void Containerd::teardown() noexcept {
+  if (alive()) {
+    remove_pods();
+    remove_ctr_tasks();
+  }
+  stop_containerd();
+  clean_up_after(dir());
+  cri_.reset();
+}
+
+void Containerd::remove_pods() noexcept {
+  try {
+    for (const auto& pod : cri_->list_pod_sandboxes()) {
+      try {
+        cri_->stop_pod_sandbox(pod.id());
+        cri_->remove_pod_sandbox(pod.id());
+      } catch (const std::exception&) {
+      }
+    }
+  } catch (const std::exception&) {
+  }
+}
+
+void Containerd::remove_ctr_tasks() noexcept {
+  try {
+    auto ns = std::vector<std::string>{"--namespace", kCtrNamespace};
+    auto with = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), ns.begin(), ns.end());
+      return ctr(args, 20000);
+    };
+    for (const auto& id : split_lines(with({"tasks", "list", "--quiet"}).out)) {
+      with({"tasks", "kill", "--signal", "SIGKILL", id});
+      with({"tasks", "delete", "--force", id});
+    }
+    for (const auto& id : split_lines(with({"containers", "list", "--quiet"}).out)) with({"containers", "delete", id});
+  } catch (const std::exception&) {
+  }
+}
+
+void Containerd::stop_containerd() noexcept {
+  if (!alive()) return;
+  ::kill(pid_, SIGTERM);
+  if (!poll_until([&] { return !alive(); }, 10s)) {
+    ::kill(pid_, SIGKILL);
+    poll_until([&] { return !alive(); }, 5s);
+  }
+}
+
+}  // namespace specshim::e2e

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kubelet's path: CRI RunPodSandbox / CreateContainer / StartContainer /
+// ContainerStatus / Stop / Remove against containerd with the runtime
+// handler `specshim` from the shipped snippet.
+//
+// The passwd and CDI cases are compiled in once their modifiers exist
+// (spec-modifiers/src/passwd.cpp, cdi.cpp); until then their tags hide them
+// (`[.pending-...]`) and ctest does not register them.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "containerd_harness.h"
+#include "e2e_util.h"
+
+using namespace specshim::e2e;
+namespace fs = std::filesystem;
+
+#ifdef E2E_HAVE_PASSWD
+#define PASSWD_TAGS "[passwd]"
+#else
+#define PASSWD_TAGS "[.pending-passwd]"
+#endif
+#ifdef E2E_HAVE_CDI
+#define CDI_TAGS "[cdi]"
+#else
+#define CDI_TAGS "[.pending-cdi]"
+#endif
+
+namespace {
+
+constexpr std::int64_t kUid = 10001;
+
+// Pod is one sandbox run as the kubelet runs it, removed at scope exit.
+struct Pod {
+  Pod(Containerd& c, const std::string& name, const std::map<std::string, std::string>& annotations = {})
+      : c(c), config(c.pod_config(name)) {
+    for (const auto& [k, v] : annotations) (*config.mutable_annotations())[k] = v;
+    id = c.cri().run_pod_sandbox(config, kHandler);
+  }
+  ~Pod() {
+    try {
+      c.cri().stop_pod_sandbox(id);
+      c.cri().remove_pod_sandbox(id);
+    } catch (const std::exception&) {
+      // The harness removes whatever is left.
+    }
+  }
+  std::string create(const cri::ContainerConfig& cfg) { return c.cri().create_container(id, cfg, config); }
+  std::string log_path(const cri::ContainerConfig& cfg) const { return config.log_directory() + "/" + cfg.log_path(); }
+
+  // Exited is a container run to completion: its id, final status and CRI log.
+  struct Exited {
+    std::string id;
+    cri::ContainerStatus status;
+    std::vector<LogLine> log;
+  };
+  // run creates and starts a container and waits for it to exit.
+  Exited run(const cri::ContainerConfig& cfg) {
+    Exited e;
+    e.id = create(cfg);
+    c.cri().start_container(e.id);
+    e.status = wait_exited(c.cri(), e.id);
+    e.log = read_cri_log(log_path(cfg));
+    return e;
+  }
+
+  Containerd& c;
+  cri::PodSandboxConfig config;
+  std::string id;
+};
+
+// The CDI fixture: spec dir <dir>/cdi with example.com/accel=0, a char node
+// with /dev/full's numbers as its host node, env and a read-only mount.
+[[maybe_unused]] std::string cdi_fixture(Containerd& c) {
+  const fs::path dir = c.dir();
+  fs::create_directories(dir / "cdi-dev");
+  ::mknod((dir / "cdi-dev/accel0").c_str(), S_IFCHR | 0666, makedev(1, 7));
+  specshim::test::write_file(dir / "cdi-share/hello", "hello from a CDI mount\n");
+  nlohmann::json spec = {
+      {"cdiVersion", "0.6.0"},
+      {"kind", "example.com/accel"},
+      {"devices",
+       {{{"name", "0"},
+         {"containerEdits",
+          {{"deviceNodes", {{{"path", "/dev/accel0"}, {"hostPath", (dir / "cdi-dev/accel0").string()}}}},
+           {"env", {"E2E_CDI_ENV=accel0"}},
+           {"mounts",
+            {{{"hostPath", (dir / "cdi-share").string()},
+              {"containerPath", "/mnt/cdi"},
+              {"options", {"ro", "nosuid", "nodev", "bind"}}}}}}}}}}};
+  specshim::test::write_file(dir / "cdi/example.json", spec.dump(2));
+  return "[cdi]\nspec-dirs = [\"" + (dir / "cdi").string() + "\"]\n";
+}
+
+// The specshim config every case starts from: CDI specs from the fixture
+// once the CDI modifier exists (its default dirs are the node's).
+std::string base_config([[maybe_unused]] Containerd& c) {
+#ifdef E2E_HAVE_CDI
+  return cdi_fixture(c);
+#else
+  return "";
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("CRI: a pod with the specshim handler runs its containers through specshim") {
+  Containerd c;
+  c.set_specshim_config(base_config(c));
+  Pod pod(c, "e2e-pod",
+          {{"specshim.io/passwd-name", "e2e-user"},         // allowlisted
+           {"specshim.io/pod", "kube-system/other-pod"},    // never passed from a Pod
+           {"cdi.k8s.io/from-pod", "example.com/accel=0"},  // opt-in, off
+           {"other.example.org/note", "x"}});
+
+  // main: what the workload sees; exits 7.
+  auto main = container_config("main",
+                               "echo uid=$(id -u); echo env=$E2E_VAR; ls -ln /dev/fakegpu0; "
+                               "echo to-stderr >&2; exit 7");
+  main.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+  main.add_envs()->set_key("E2E_VAR");
+  main.mutable_envs(0)->set_value("hello-env");
+  auto* dev = main.add_devices();
+  dev->set_host_path("/dev/null");
+  dev->set_container_path("/dev/fakegpu0");
+  dev->set_permissions("rw");
+  auto ran = pod.run(main);
+  const std::string main_id = ran.id;
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  REQUIRE(ran.status.state() == cri::CONTAINER_EXITED);
+  CHECK(ran.status.exit_code() == 7);
+  CHECK(ran.status.reason() == "Error");
+  CHECK_THAT(log, Catch::Contains("stdout: uid=10001\n"));
+  CHECK_THAT(log, Catch::Contains("stdout: env=hello-env\n"));
+  CHECK_THAT(log, Catch::Matches("[\\s\\S]*stdout: crw-rw-rw- +1 0 +0 +1, +3 [^\\n]*/dev/fakegpu0\n[\\s\\S]*"));
+  CHECK_THAT(log, Catch::Contains("stderr: to-stderr\n"));
+
+  // sleeper: a running task whose config.json shows what the handler's
+  // annotation allowlists let through to specshim.
+  auto sleeper = container_config("sleeper", "exec sleep 600");
+  (*sleeper.mutable_annotations())["cdi.k8s.io/e2e"] = "example.com/accel=0";  // as a device plugin sets it
+  (*sleeper.mutable_annotations())["other.example.org/x"] = "y";
+  const std::string sleeper_id = pod.create(sleeper);
+  c.cri().start_container(sleeper_id);
+  REQUIRE(c.cri().container_status(sleeper_id).state() == cri::CONTAINER_RUNNING);
+  CHECK(c.shim_pids().size() == 1);  // one shim per pod runs specshim for all its containers
+  auto annotations = nlohmann::json::parse(bundle_config(c, sleeper_id))["annotations"];
+  INFO(annotations.dump(2));
+  CHECK(annotations["cdi.k8s.io/e2e"] == "example.com/accel=0");
+  CHECK(annotations["specshim.io/passwd-name"] == "e2e-user");
+  CHECK(annotations["io.kubernetes.cri.sandbox-id"] == pod.id);
+  CHECK_FALSE(annotations.contains("specshim.io/pod"));
+  CHECK_FALSE(annotations.contains("cdi.k8s.io/from-pod"));
+  CHECK_FALSE(annotations.contains("other.example.org/note"));
+  CHECK_FALSE(annotations.contains("other.example.org/x"));
+
+  c.cri().stop_container(sleeper_id, 0);
+  CHECK(wait_exited(c.cri(), sleeper_id).exit_code() == 137);
+  for (const auto& id : {main_id, sleeper_id}) c.cri().remove_container(id);
+  CHECK(c.cri().list_containers(pod.id).empty());
+
+  // Every container of the pod, and the pod itself, went through specshim.
+  for (const auto& id : {pod.id, main_id, sleeper_id})
+    CHECK_THAT(c.specshim_log(), Catch::Contains("create " + id + ": "));
+  const std::string bundle = (c.dir() / "state/io.containerd.runtime.v2.task/k8s.io" / main_id).string();
+  const std::string flags = "--root /run/containerd/runc/k8s.io --log " + bundle + "/log.json --log-format json ";
+  auto calls = calls_for(c.runtime_calls(), main_id);
+  INFO(join(calls));
+  CHECK(in_order(calls, {flags + "create --bundle " + bundle + " --pid-file " + bundle + "/init.pid " + main_id,
+                         flags + "start " + main_id, flags + "delete " + main_id}));
+}
+
+TEST_CASE("CRI: StartContainer surfaces specshim's refusal as the kubelet sees it") {
+  Containerd c;
+  c.set_specshim_config(base_config(c));
+  Pod pod(c, "refused-pod");
+  // CreateContainer does not run the runtime; the create happens in StartContainer.
+  c.set_specshim_config(base_config(c) + "[chain]\norder = [\"no-such-modifier\"]\n");
+  const std::string expected = "OCI runtime create failed: " + specshim_config_error(c) + ": unknown";
+  auto cfg = container_config("main", "echo never");
+  const std::string id = pod.create(cfg);
+  try {
+    c.cri().start_container(id);
+    FAIL("StartContainer succeeded");
+  } catch (const RpcError& e) {
+    CHECK(e.code == grpc::StatusCode::UNKNOWN);
+    CHECK_THAT(e.message, Catch::EndsWith(expected));
+  }
+  auto status = c.cri().container_status(id);
+  CHECK(status.state() == cri::CONTAINER_EXITED);
+  CHECK(status.exit_code() == 128);
+  CHECK(status.reason() == "StartError");
+  CHECK_THAT(status.message(), Catch::EndsWith(expected));
+  for (const auto& call : calls_for(c.runtime_calls(), id)) CHECK_THAT(call, !Catch::Contains(" create "));
+  c.cri().remove_container(id);
+}
+
+TEST_CASE("CRI: RunPodSandbox surfaces specshim's refusal and leaves no pod behind") {
+  Containerd c;
+  c.set_specshim_config(base_config(c) + "[chain]\norder = [\"no-such-modifier\"]\n");
+  const std::string expected = "OCI runtime create failed: " + specshim_config_error(c) + ": unknown";
+  try {
+    c.cri().run_pod_sandbox(c.pod_config("refused-sandbox"), kHandler);
+    FAIL("RunPodSandbox succeeded");
+  } catch (const RpcError& e) {
+    CHECK(e.code == grpc::StatusCode::UNKNOWN);
+    CHECK_THAT(e.message, Catch::EndsWith(expected));
+  }
+  CHECK(c.cri().list_pod_sandboxes().empty());
+}
+
+TEST_CASE("CRI: a uid without a passwd entry resolves to a name (passwd modifier)", PASSWD_TAGS) {
+  Containerd c;
+  c.set_specshim_config(base_config(c));
+  Pod pod(c, "passwd-pod");
+  auto cfg = container_config("main", "id -un; id -u; grep '^user10001:' /etc/passwd");
+  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  CHECK(ran.status.exit_code() == 0);
+  CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:"));
+}
+
+TEST_CASE("CRI: a cdi.k8s.io annotation brings the device node and env and mount (CDI modifier)", CDI_TAGS) {
+  Containerd c;
+  c.set_specshim_config(base_config(c));
+  Pod pod(c, "cdi-pod");
+  auto cfg = container_config("main",
+                              "test -c /dev/accel0 && head -c 4 /dev/accel0 | od -An -tx1 && echo node-opens; "
+                              "echo cdi-env=$E2E_CDI_ENV; cat /mnt/cdi/hello");
+  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+  (*cfg.mutable_annotations())["cdi.k8s.io/e2e"] = "example.com/accel=0";  // as a device plugin sets it
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  CHECK(ran.status.exit_code() == 0);
+  CHECK(log ==
+        "stdout:  00 00 00 00\n"
+        "stdout: node-opens\n"
+        "stdout: cdi-env=accel0\n"
+        "stdout: hello from a CDI mount\n");
+}
+
+TEST_CASE("CRI: an unresolvable CDI device fails StartContainer with specshim's message (CDI modifier)", CDI_TAGS) {
+  Containerd c;
+  c.set_specshim_config(base_config(c));
+  Pod pod(c, "cdi-refused-pod");
+  auto cfg = container_config("main", "echo never");
+  (*cfg.mutable_annotations())["cdi.k8s.io/e2e"] = "example.com/accel=missing";
+  const std::string id = pod.create(cfg);
+  try {
+    c.cri().start_container(id);
+    FAIL("StartContainer succeeded");
+  } catch (const RpcError& e) {
+    INFO(e.message << "\n" << c.diagnostics());
+    CHECK(e.code == grpc::StatusCode::UNKNOWN);
+    CHECK_THAT(e.message, Catch::Contains("OCI runtime create failed: specshim: "));
+    CHECK_THAT(e.message, Catch::Contains("example.com/accel=missing"));
+    CHECK_THAT(e.message, Catch::EndsWith(": unknown"));
+  }
+  CHECK(c.cri().container_status(id).reason() == "StartError");
+  c.cri().remove_container(id);
+}

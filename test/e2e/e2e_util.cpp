@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "e2e_util.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace specshim::e2e {
+
+std::vector<std::string> calls_for(const std::vector<std::string>& calls, const std::string& id) {
+  std::vector<std::string> out;
+  for (const auto& call : calls) {
+    std::istringstream words(call);
+    for (std::string w; words >> w;)
+      if (w == id) {
+        out.push_back(call);
+        break;
+      }
+  }
+  return out;
+}
+
+bool in_order(const std::vector<std::string>& calls, const std::vector<std::string>& expected) {
+  auto it = calls.begin();
+  for (const auto& e : expected) {
+    it = std::find(it, calls.end(), e);
+    if (it == calls.end()) return false;
+    ++it;
+  }
+  return true;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+std::string specshim_config_error(const Containerd& c) {
+  auto r = test::run_process({SPECSHIM_BINARY, "doctor"}, {{"SPECSHIM_CONFIG", (c.dir() / "specshim.toml").string()}});
+  const std::string marker = "FAIL config: ";
+  auto at = r.out.find(marker);
+  if (at == std::string::npos) throw std::runtime_error("specshim doctor found no config error:\n" + r.out);
+  auto end = r.out.find('\n', at);
+  return "specshim: " + r.out.substr(at + marker.size(), end - at - marker.size());
+}
+
+std::vector<LogLine> read_cri_log(const std::string& path) {
+  std::vector<LogLine> out;
+  std::istringstream in(test::read_file(path));
+  std::string partial;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string time, stream, tag;
+    fields >> time >> stream >> tag;
+    std::string text = line.size() > time.size() + stream.size() + tag.size() + 3
+                           ? line.substr(time.size() + stream.size() + tag.size() + 3)
+                           : "";
+    partial += text;
+    if (tag == "F") {
+      out.push_back({stream, partial});
+      partial.clear();
+    }
+  }
+  return out;
+}
+
+std::string log_text(const std::vector<LogLine>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l.stream + ": " + l.text + "\n";
+  return out;
+}
+
+cri::ContainerConfig container_config(const std::string& name, const std::string& script) {
+  cri::ContainerConfig cfg;
+  cfg.mutable_metadata()->set_name(name);
+  cfg.mutable_image()->set_image(kImage);
+  cfg.add_command("/bin/sh");
+  cfg.add_command("-c");
+  cfg.add_command(script);
+  cfg.set_log_path(name + ".log");
+  auto* sc = cfg.mutable_linux()->mutable_security_context();
+  sc->mutable_namespace_options()->set_pid(cri::CONTAINER);
+  sc->mutable_namespace_options()->set_network(cri::NODE);
+  // The kubelet's defaults for a non-privileged container.
+  for (const char* p :
+       {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+        "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"})
+    sc->add_masked_paths(p);
+  for (const char* p : {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"})
+    sc->add_readonly_paths(p);
+  auto* res = cfg.mutable_linux()->mutable_resources();
+  res->set_cpu_shares(2);  // BestEffort
+  res->set_cpu_period(100000);
+  res->set_oom_score_adj(1000);
+  (*cfg.mutable_labels())["io.kubernetes.container.name"] = name;
+  (*cfg.mutable_annotations())["io.kubernetes.container.restartCount"] = "0";
+  (*cfg.mutable_annotations())["io.kubernetes.container.terminationMessagePath"] = "/dev/termination-log";
+  return cfg;
+}
+
+cri::ContainerStatus wait_exited(CriClient& cri, const std::string& id, std::chrono::milliseconds deadline) {
+  cri::ContainerStatus status;
+  poll_until(
+      [&] {
+        status = cri.container_status(id);
+        return status.state() == cri::CONTAINER_EXITED;
+      },
+      deadline);
+  return status;
+}
+
+std::string bundle_config(const Containerd& c, const std::string& id) {
+  return test::read_file(c.dir() / "state/io.containerd.runtime.v2.task/k8s.io" / id / "config.json");
+}
+
+}  // namespace specshim::e2e
