@@ -15,6 +15,7 @@ const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       {"passwd", make_passwd},
+      {"device-plugin", make_device_plugin},
       {"requirements", make_requirements},
   };
   return entries;

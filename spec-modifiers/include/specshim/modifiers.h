@@ -10,5 +10,6 @@
 namespace specshim {
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);
 std::unique_ptr<Modifier> make_passwd(config::Section& section);
+std::unique_ptr<Modifier> make_device_plugin(config::Section& section);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 }  // namespace specshim
