@@ -104,18 +104,21 @@ struct Node {
     return "[device-plugin]\nenabled = true\nkubelet-root = \"" + root.string() + "\"\n" + extra + resources;
   }
 
-  // modifier builds the modifier from TOML text, with the in-process gRPC client.
-  std::unique_ptr<DevicePlugin> modifier(const std::string& toml) {
+  // modifier builds the modifier from TOML text, with the in-process gRPC
+  // client (counted in clients) unless given another.
+  std::unique_ptr<DevicePlugin> modifier(const std::string& toml, ClientFactory make_client = {}) {
     auto doc = config::Document::parse(toml, "test.toml");
     auto top = doc.root();
     auto section = top.section("device-plugin");
     auto c = read_config(section);
     section.finish();
     REQUIRE(c);
-    return std::make_unique<DevicePlugin>(*c, [this] {
-      ++clients;
-      return kubelet::make_grpc_client({root});
-    });
+    if (!make_client)
+      make_client = [this] {
+        ++clients;
+        return kubelet::make_grpc_client({root});
+      };
+    return std::make_unique<DevicePlugin>(*c, std::move(make_client));
   }
 };
 
@@ -466,12 +469,7 @@ TEST_CASE("nothing requested: no client for containers outside CRI, no helper pr
   }
   // The shim's own client, with a helper that cannot start: the checkpoint says
   // this container holds nothing, so no RPC (and no helper) is needed.
-  auto doc = config::Document::parse(toml, "test.toml");
-  auto top = doc.root();
-  auto section = top.section("device-plugin");
-  auto c = read_config(section);
-  auto m = std::make_unique<DevicePlugin>(
-      *c, [&] { return kubelet::make_helper_client({node.root}, "/nonexistent/helper"); });
+  auto m = node.modifier(toml, [&] { return kubelet::make_helper_client({node.root}, "/nonexistent/helper"); });
   auto* raw = m.get();
   Run run(std::move(m));
   Spec spec = spec_with(cri_annotations());
@@ -540,13 +538,8 @@ TEST_CASE("the shim's helper client resolves a direct request end to end") {
   node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"example.com/gpu", {"GPU-1"}}}}});
   FakeDevicePlugin plugin(node.socket("gpu.sock"), {"GPU-1"});
   plugin.respond(device_answer("/dev/gpu0", "GPU-1"));
-  auto doc =
-      config::Document::parse(node.config(resource("example.com/gpu", "[\"direct\"]", "allocate = true\n")), "t");
-  auto top = doc.root();
-  auto section = top.section("device-plugin");
-  auto c = read_config(section);
-  Run run(std::make_unique<DevicePlugin>(
-      *c, [&] { return kubelet::make_helper_client({node.root}, SPECSHIM_KUBELET_HELPER_BIN); }));
+  Run run(node.modifier(node.config(resource("example.com/gpu", "[\"direct\"]", "allocate = true\n")),
+                        [&] { return kubelet::make_helper_client({node.root}, SPECSHIM_KUBELET_HELPER_BIN); }));
   Spec spec = spec_with(sibling({{"example.com/gpu", R"(["GPU-1"])"}}));
   run(spec);
   CHECK(device_paths(spec) == std::vector<std::string>{"/dev/gpu0"});

@@ -76,8 +76,9 @@ TEST_CASE("chain non-convergence quotes what a modifier says it changed") {
   Chain chain(mods(std::make_unique<Describer>("spot", 100), std::make_unique<Counter>("more", 100)), 2);
   Spec spec = Spec::parse("{}");
   Context ctx;
-  REQUIRE_THROWS_WITH(chain.run(spec, ctx),
-                      "spec did not converge after 2 passes; still changing it: spot (set it to the next number), more");
+  REQUIRE_THROWS_WITH(
+      chain.run(spec, ctx),
+      "spec did not converge after 2 passes; still changing it: spot (set it to the next number), more");
 }
 
 TEST_CASE("chain errors carry the modifier's name") {
