@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <exception>
 #include <set>
 
 #include "specshim/error.h"
@@ -67,7 +68,9 @@ struct DevicePlugin::State {
   NodeLookup lookup;
   std::unique_ptr<kubelet::KubeletClient> client;
   std::optional<kubelet::Budget> budget;
-  std::optional<kubelet::PodResources> pod_resources;
+  std::optional<kubelet::PodResources> pod_resources;  // of pod_asked
+  std::exception_ptr pod_failure;                      // of pod_asked: not asked again
+  PodRef pod_asked;
   std::map<std::string, std::size_t> memo;  // memo_key -> index in resolved
   std::deque<Resolution> resolved;          // in resolution order; references stay valid
   std::vector<std::string> changes;         // what the last apply merged
@@ -111,13 +114,21 @@ struct DevicePlugin::State {
     return out;
   }
 
+  // pod asks PodResources once per create (a failure too, so a kubelet that
+  // is down costs one call, not one per pass).
   const kubelet::PodResources& pod() {
-    if (!pod_resources) {
-      if (id.pod.empty()) throw kubelet::NotFound("no pod is known for this container");
-      pod_resources = kubelet().pod_resources(id.pod.ns, id.pod.name, *budget);
-      log::debug("device-plugin: pod {} holds {} container(s) with devices", id.pod.str(),
-                 pod_resources->containers.size());
+    if (id.pod.empty()) throw kubelet::NotFound("no pod is known for this container");
+    if (id.pod != pod_asked) {
+      pod_asked = id.pod;
+      pod_resources.reset();
+      pod_failure = nullptr;
+      try {
+        pod_resources = kubelet().pod_resources(id.pod.ns, id.pod.name, *budget);
+      } catch (const kubelet::Error&) {
+        pod_failure = std::current_exception();
+      }
     }
+    if (pod_failure) std::rethrow_exception(pod_failure);
     return *pod_resources;
   }
 
@@ -129,10 +140,12 @@ struct DevicePlugin::State {
   void kubelet_requests(std::vector<Request>& out) {
     auto involved = with(Provider::kubelet);
     if (involved.empty() || !id.cri || id.container.empty()) return;
+    std::string source = kubelet::checkpoint_file(config.kubelet_root).string();
     try {
       if (!id.uid.empty()) {
         auto entries = kubelet().checkpoint(id.uid, id.container);
-        if (!entries.empty() || std::filesystem::exists(kubelet::checkpoint_file(config.kubelet_root))) {
+        std::error_code ec;
+        if (!entries.empty() || std::filesystem::exists(source, ec)) {
           for (const auto& r : config.resources)
             for (auto& e : entries)
               if (e.resource == r.name && r.has(Provider::kubelet) && !e.device_ids.empty())
@@ -141,10 +154,12 @@ struct DevicePlugin::State {
         }
       }
       if (id.pod.empty()) return;
-      auto c = pod().containers.find(id.container);
-      if (c != pod_resources->containers.end()) add_held(out, Provider::kubelet, c->first, c->second);
+      source = pod_resources_socket();
+      const auto& containers = pod().containers;
+      if (auto c = containers.find(id.container); c != containers.end())
+        add_held(out, Provider::kubelet, c->first, c->second);
     } catch (const kubelet::Error& e) {
-      settle(involved, "read the devices the kubelet assigned", pod_resources_socket(), e.what());
+      settle(involved, "read the devices the kubelet assigned", source, e.what());
     }
   }
 
@@ -165,8 +180,9 @@ struct DevicePlugin::State {
       return settle(involved, what, pod_resources_socket(), "not a container name");
     try {
       if (id.pod.empty()) throw kubelet::NotFound(std::string("no pod is known: set annotation ") + kPod);
-      auto c = pod().containers.find(from);
-      if (c == pod_resources->containers.end())
+      const auto& containers = pod().containers;
+      auto c = containers.find(from);
+      if (c == containers.end())
         throw kubelet::NotFound("pod `" + id.pod.str() + "` has no container `" + from + "` with devices");
       add_held(out, Provider::container_sync, from, c->second);
     } catch (const kubelet::Error& e) {

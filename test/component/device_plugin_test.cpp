@@ -416,6 +416,22 @@ TEST_CASE("plugin down: fail names pod, container, resource, socket and cause; s
                              Contains("does not exist (is the plugin running?)"));
 }
 
+TEST_CASE("a failed PodResources answer is not asked again in later passes") {
+  Node node;
+  FakeDevicePlugin plugin(node.socket("gpu.sock"), {"GPU-1"});
+  plugin.respond(device_answer("/dev/gpu0", "GPU-1"));
+  Logs logs;
+  Run run(node.modifier(
+      node.config(resource("spot.example.com/gpu", "[\"container-sync\"]", "on-error = \"skip\"\n") +
+                      resource("example.com/gpu", "[\"direct\"]", "socket = \"gpu.sock\"\nallocate = true\n"),
+                  "direct-requires-pod-devices = false\n")));
+  Spec spec = spec_with({{kPod, "ns/ghost"}, {kDevicesFrom, "main"}, {"example.com/gpu", R"(["GPU-1"])"}});
+  CHECK(run(spec).passes == 2);  // the direct request changed pass 1
+  CHECK(device_paths(spec) == std::vector<std::string>{"/dev/gpu0"});
+  CHECK(node.kubelet.calls("Get") == 1);
+  CHECK_THAT(logs.all(), Contains("pod ghost in namespace ns not found"));
+}
+
 TEST_CASE("a slow plugin costs the create its budget, not the plugin's delay") {
   Node node;
   node.kubelet.add_pod("ns", "pod", "uid-1",
