@@ -42,22 +42,23 @@ std::string memo_key(const std::string& resource, std::vector<std::string> ids) 
 struct Request {
   const Resource* resource = nullptr;
   Provider provider = Provider::kubelet;
-  std::vector<std::string> ids;
-  std::string holder;                               // container known to hold the IDs; empty: unknown
-  std::optional<kubelet::AllocateResponse> stored;  // the answer, when the provider found it already
-  std::vector<std::string> via;                     // labels of the requests whose answers named this one
-  std::vector<std::string> via_resources;           // their resources
-  std::vector<Request> parts;                       // pod-sync over several containers: one per container
+  std::vector<std::string> ids = {};
+  std::string holder = {};                               // container known to hold the IDs; empty: unknown
+  std::optional<kubelet::AllocateResponse> stored = {};  // the answer, when the provider found it already
+  std::vector<std::string> via = {};                     // labels of the requests whose answers named this one
+  std::vector<std::string> via_resources = {};           // their resources
+  std::vector<Request> parts = {};                       // pod-sync over several containers: one per container
 };
 
 // Resolution is what became of a request.
 struct Resolution {
   const Resource* resource = nullptr;
-  std::string label;
-  std::optional<PreparedAnswer> answer;         // nullopt: skipped
-  std::string source;                           // "the checkpoint" or "Allocate"
-  std::string how;                              // provider and chain, for messages
-  std::vector<std::string> via, via_resources;  // including this request
+  std::string label = {};
+  std::optional<PreparedAnswer> answer = {};    // nullopt: skipped
+  std::string source = {};                      // "the checkpoint" or "Allocate"
+  std::string how = {};                         // provider and chain, for messages
+  std::vector<std::string> via = {};            // the chain of labels, this request last
+  std::vector<std::string> via_resources = {};  // their resources
 };
 
 }  // namespace
@@ -149,7 +150,11 @@ struct DevicePlugin::State {
           for (const auto& r : config.resources)
             for (auto& e : entries)
               if (e.resource == r.name && r.has(Provider::kubelet) && !e.device_ids.empty())
-                out.push_back({&r, Provider::kubelet, e.device_ids, id.container, e.alloc, {}, {}, {}});
+                out.push_back({.resource = &r,
+                               .provider = Provider::kubelet,
+                               .ids = e.device_ids,
+                               .holder = id.container,
+                               .stored = e.alloc});
           return;
         }
       }
@@ -167,7 +172,7 @@ struct DevicePlugin::State {
                 const kubelet::ResourceDevices& held) {
     for (const auto& r : config.resources)
       if (auto it = held.find(r.name); it != held.end() && r.has(p) && !it->second.empty())
-        out.push_back({&r, p, it->second, holder, std::nullopt, {}, {}, {}});
+        out.push_back({.resource = &r, .provider = p, .ids = it->second, .holder = holder});
   }
 
   // container-sync: the devices of another container of the pod.
@@ -206,13 +211,13 @@ struct DevicePlugin::State {
       const auto& containers = pod().containers;
       for (const auto& r : config.resources) {
         if (!r.has(Provider::pod_sync)) continue;
-        Request all{&r, Provider::pod_sync, {}, {}, std::nullopt, {}, {}, {}};
+        Request all{.resource = &r, .provider = Provider::pod_sync};
         for (const auto& [name, held] : containers) {
           auto it = held.find(r.name);
           if (it == held.end() || it->second.empty()) continue;
           for (const auto& d : it->second)
             if (std::find(all.ids.begin(), all.ids.end(), d) == all.ids.end()) all.ids.push_back(d);
-          all.parts.push_back({&r, Provider::pod_sync, it->second, name, std::nullopt, {}, {}, {}});
+          all.parts.push_back({.resource = &r, .provider = Provider::pod_sync, .ids = it->second, .holder = name});
         }
         if (all.parts.size() == 1) out.push_back(std::move(all.parts.front()));
         if (all.parts.size() > 1) out.push_back(std::move(all));
@@ -237,7 +242,7 @@ struct DevicePlugin::State {
   // devices the pod holds unless direct-requires-pod-devices = false.
   std::optional<Request> direct_request(const Resource& r, const std::string& value) {
     std::string what = "resolve annotation `" + r.name + "`";
-    Request req{&r, Provider::direct, {}, {}, std::nullopt, {}, {}, {}};
+    Request req{.resource = &r, .provider = Provider::direct};
     try {
       req.ids = parse_device_ids(r.name, value);
     } catch (const Error& e) {
@@ -317,7 +322,12 @@ struct DevicePlugin::State {
     std::string key = memo_key(req.resource->name, req.ids);
     if (auto it = memo.find(key); it != memo.end()) return &resolved[it->second];
     const Resource& r = *req.resource;
-    Resolution res{&r, label(r.name, req.ids), std::nullopt, "the checkpoint", how(req), req.via, req.via_resources};
+    Resolution res{.resource = &r,
+                   .label = label(r.name, req.ids),
+                   .source = "the checkpoint",
+                   .how = how(req),
+                   .via = req.via,
+                   .via_resources = req.via_resources};
     res.via.push_back(res.label);
     res.via_resources.push_back(r.name);
     std::string socket = socket_of(r);
