@@ -157,20 +157,37 @@ Checkpoint Checkpoint::parse(std::string_view text, std::string name) {
   return cp;
 }
 
+CheckpointEntry Checkpoint::decoded(const RawEntry& raw) const {
+  CheckpointEntry e{raw.pod_uid, raw.container, raw.resource, raw.device_ids, std::nullopt};
+  if (raw.alloc_resp) {
+    try {
+      e.alloc = decode_allocate_response(base64_decode(*raw.alloc_resp));
+    } catch (const Protocol& ex) {
+      throw Protocol("read checkpoint `" + name_ + "`: AllocResp of pod `" + raw.pod_uid + "` container `" +
+                     raw.container + "` resource `" + raw.resource + "`: " + ex.what());
+    }
+  }
+  return e;
+}
+
 std::vector<CheckpointEntry> Checkpoint::entries(std::string_view pod_uid, std::string_view container) const {
   std::vector<CheckpointEntry> out;
+  for (const auto& raw : raw_)
+    if (raw.pod_uid == pod_uid && raw.container == container) out.push_back(decoded(raw));
+  return out;
+}
+
+std::vector<CheckpointEntry> Checkpoint::entries_for_devices(std::string_view resource,
+                                                             const std::vector<std::string>& device_ids) const {
+  std::vector<std::string> want = device_ids;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  std::vector<CheckpointEntry> out;
   for (const auto& raw : raw_) {
-    if (raw.pod_uid != pod_uid || raw.container != container) continue;
-    CheckpointEntry e{raw.pod_uid, raw.container, raw.resource, raw.device_ids, std::nullopt};
-    if (raw.alloc_resp) {
-      try {
-        e.alloc = decode_allocate_response(base64_decode(*raw.alloc_resp));
-      } catch (const Protocol& ex) {
-        throw Protocol("read checkpoint `" + name_ + "`: AllocResp of pod `" + raw.pod_uid + "` container `" +
-                       raw.container + "` resource `" + raw.resource + "`: " + ex.what());
-      }
-    }
-    out.push_back(std::move(e));
+    if (raw.resource != resource || raw.device_ids.size() != want.size()) continue;
+    std::vector<std::string> have = raw.device_ids;  // unique already
+    std::sort(have.begin(), have.end());
+    if (have == want) out.push_back(decoded(raw));
   }
   return out;
 }

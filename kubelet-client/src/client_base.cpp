@@ -53,6 +53,12 @@ std::vector<CheckpointEntry> ClientBase::checkpoint(const std::string& pod_uid, 
   return cp ? cp->entries(pod_uid, container) : std::vector<CheckpointEntry>{};
 }
 
+std::vector<CheckpointEntry> ClientBase::checkpoint_for_devices(const std::string& resource,
+                                                                const std::vector<std::string>& device_ids) {
+  const Checkpoint* cp = loaded_checkpoint();
+  return cp ? cp->entries_for_devices(resource, device_ids) : std::vector<CheckpointEntry>{};
+}
+
 std::string ClientBase::resource_of(const std::vector<Device>& devices) {
   const Checkpoint* cp = nullptr;
   try {

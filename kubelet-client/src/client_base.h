@@ -18,6 +18,8 @@ class ClientBase : public KubeletClient {
   std::filesystem::path plugin_for_resource(const std::string& resource, const std::string& configured,
                                             const std::vector<std::string>& device_ids, const Budget& budget) override;
   std::vector<CheckpointEntry> checkpoint(const std::string& pod_uid, const std::string& container) override;
+  std::vector<CheckpointEntry> checkpoint_for_devices(const std::string& resource,
+                                                      const std::vector<std::string>& device_ids) override;
 
  protected:
   const ClientOptions& options() const { return options_; }

@@ -30,7 +30,8 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
         std::throw_with_nested(Error(std::string(m->name())));
       }
       if (spec.json() == before && ctx.bundle_files.size() == files_before) continue;
-      last_changed.emplace_back(m->name());
+      std::string change = m->last_change();
+      last_changed.push_back(std::string(m->name()) + (change.empty() ? "" : " (" + change + ")"));
       if (std::find(result.changed_by.begin(), result.changed_by.end(), m->name()) == result.changed_by.end())
         result.changed_by.emplace_back(m->name());
       if (log::enabled(log::Level::debug))
@@ -40,8 +41,7 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
   }
   std::string names;
   for (const auto& n : last_changed) names += (names.empty() ? "" : ", ") + n;
-  throw Error("spec did not converge after " + std::to_string(max_passes_) +
-              " passes; still changing it: " + names);
+  throw Error("spec did not converge after " + std::to_string(max_passes_) + " passes; still changing it: " + names);
 }
 
 }  // namespace specshim

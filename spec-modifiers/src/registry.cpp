@@ -15,6 +15,7 @@ const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       {"passwd", make_passwd},
+      {"device-plugin", make_device_plugin},
       {"cdi", make_cdi},
       {"requirements", make_requirements},
       {"devices-cgroup", make_devices_cgroup},

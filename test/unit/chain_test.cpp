@@ -24,6 +24,13 @@ class Counter : public Modifier {
   int limit_;
 };
 
+// Describer is a Counter that says what it changed last.
+class Describer : public Counter {
+ public:
+  using Counter::Counter;
+  std::string last_change() const override { return "set it to the next number"; }
+};
+
 class Thrower : public Modifier {
  public:
   std::string_view name() const override { return "thrower"; }
@@ -63,6 +70,15 @@ TEST_CASE("chain non-convergence names the modifiers still changing") {
   Spec spec = Spec::parse("{}");
   Context ctx;
   REQUIRE_THROWS_WITH(chain.run(spec, ctx), "spec did not converge after 5 passes; still changing it: spot");
+}
+
+TEST_CASE("chain non-convergence quotes what a modifier says it changed") {
+  Chain chain(mods(std::make_unique<Describer>("spot", 100), std::make_unique<Counter>("more", 100)), 2);
+  Spec spec = Spec::parse("{}");
+  Context ctx;
+  REQUIRE_THROWS_WITH(
+      chain.run(spec, ctx),
+      "spec did not converge after 2 passes; still changing it: spot (set it to the next number), more");
 }
 
 TEST_CASE("chain errors carry the modifier's name") {

@@ -118,6 +118,30 @@ TEST_CASE("checkpoint: NUMA-keyed layout (1.20+) de-duplicates IDs across nodes"
   CHECK(cp.registered_devices().at("nvidia.com/gpu") == std::vector<std::string>{"GPU-a", "GPU-b"});
 }
 
+TEST_CASE("checkpoint: entries_for_devices matches the device set of any pod, in any order") {
+  std::vector<FakeCheckpointEntry> entries = {
+      {"uid-1", "main", "nvidia.com/gpu", {{"0", {"GPU-b"}}, {"1", {"GPU-a", "GPU-b"}}}, full_response()},
+      {"uid-2", "main", "nvidia.com/gpu", {{"0", {"GPU-a"}}}, AllocateResponse{}},
+      {"uid-3", "main", "example.com/nic", {{"0", {"GPU-a", "GPU-b"}}}, std::nullopt},
+      // Another pod's corrupt answer is not decoded unless its devices are asked for.
+      {"uid-4", "main", "nvidia.com/gpu", {{"0", {"GPU-z"}}}, std::nullopt},
+  };
+  std::string text = test::checkpoint_json(entries, {}, CheckpointLayout::numa);
+  std::string corrupt = "\"" + test::base64_encode(std::string("\x0a\xff", 2)) + "\"";
+  auto at = text.rfind("\"GPU-z\"");
+  text.insert(text.find('}', at) + 1, ",\"AllocResp\":" + corrupt);
+  Checkpoint cp = Checkpoint::parse(text, "cp");
+  auto both = cp.entries_for_devices("nvidia.com/gpu", {"GPU-a", "GPU-b"});
+  REQUIRE(both.size() == 1);
+  CHECK(both[0].pod_uid == "uid-1");
+  CHECK(both[0].alloc == full_response());
+  CHECK(cp.entries_for_devices("nvidia.com/gpu", {"GPU-b", "GPU-a", "GPU-a"}).size() == 1);
+  CHECK(cp.entries_for_devices("nvidia.com/gpu", {"GPU-a"}).at(0).pod_uid == "uid-2");
+  CHECK(cp.entries_for_devices("nvidia.com/gpu", {"GPU-c"}).empty());
+  CHECK_THAT(error_of<kubelet::Protocol>([&] { cp.entries_for_devices("nvidia.com/gpu", {"GPU-z"}); }),
+             Catch::Contains("AllocResp of pod `uid-4`"));
+}
+
 TEST_CASE("checkpoint: flat DeviceIDs layout (<= 1.19)") {
   std::vector<FakeCheckpointEntry> entries = {
       {"uid-1", "main", "nvidia.com/gpu", {{"0", {"GPU-a", "GPU-b"}}}, full_response()}};

@@ -55,6 +55,10 @@ class Modifier {
   // log lines, error context and golden-case directories.
   virtual std::string_view name() const = 0;
   virtual void apply(Spec& spec, Context& ctx) = 0;
+  // last_change may say what the last apply changed, in the modifier's own
+  // terms ("merged `nvidia.com/gpu` GPU-1"); the chain quotes it when the
+  // spec does not converge. Empty: nothing to add to the modifier's name.
+  virtual std::string last_change() const { return {}; }
 };
 
 }  // namespace specshim

@@ -12,5 +12,6 @@ namespace specshim {
 std::unique_ptr<Modifier> make_passwd(config::Section& section);
 std::unique_ptr<Modifier> make_cdi(config::Section& section);
 std::unique_ptr<Modifier> make_devices_cgroup(config::Section& section);
+std::unique_ptr<Modifier> make_device_plugin(config::Section& section);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 }  // namespace specshim

@@ -33,6 +33,10 @@ class Checkpoint {
 
   // entries returns the entries of one container, AllocResp decoded.
   std::vector<CheckpointEntry> entries(std::string_view pod_uid, std::string_view container) const;
+  // entries_for_devices returns the entries of resource whose device IDs are
+  // the set device_ids, AllocResp decoded.
+  std::vector<CheckpointEntry> entries_for_devices(std::string_view resource,
+                                                   const std::vector<std::string>& device_ids) const;
   // registered_devices is Data.RegisteredDevices: healthy IDs per resource.
   const ResourceDevices& registered_devices() const { return registered_; }
   std::size_t size() const { return raw_.size(); }
@@ -45,6 +49,8 @@ class Checkpoint {
     std::vector<std::string> device_ids;
     std::optional<std::string> alloc_resp;  // base64 of the protobuf bytes, decoded on lookup
   };
+  CheckpointEntry decoded(const RawEntry& raw) const;
+
   std::string name_;
   std::vector<RawEntry> raw_;
   ResourceDevices registered_;

@@ -77,6 +77,16 @@ class KubeletClient {
   // resource); empty when the file or the entry does not exist. No RPC.
   virtual std::vector<CheckpointEntry> checkpoint(const std::string& pod_uid, const std::string& container) = 0;
 
+  // checkpoint_for_devices returns the checkpoint entries, of any pod and
+  // container, of resource whose device IDs are exactly device_ids (in any
+  // order): the stored answer for a set of devices when the pod UID is not
+  // known. Empty when the file or such an entry does not exist. No RPC.
+  virtual std::vector<CheckpointEntry> checkpoint_for_devices(const std::string& resource,
+                                                              const std::vector<std::string>& device_ids) {
+    (void)resource, (void)device_ids;
+    return {};
+  }
+
   // checkpoint_entry is checkpoint() narrowed to one resource.
   std::optional<CheckpointEntry> checkpoint_entry(const std::string& pod_uid, const std::string& container,
                                                   const std::string& resource);

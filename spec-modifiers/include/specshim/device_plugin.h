@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device-plugin modifier: learn a container's devices from the kubelet
+// (its checkpoint, PodResources) and device plugins (Allocate), and merge the
+// plugins' answers into the spec, pass after pass, so one plugin's answer can
+// name devices of another (a spot GPU answering with the real GPU's ID). See
+// docs/device-plugin.md for providers, merge rules and the trust model.
+//
+// The pieces are split so they can be tested alone:
+//   read_config      [device-plugin] and [[device-plugin.resources]]
+//   identify         which pod and container a spec belongs to, from
+//                    containerd's, CRI-O's or specshim.io annotations
+//   parse_device_ids the JSON list of a direct request's annotation
+//   prepare_answer   validate a plugin's answer and look its device nodes up
+//   merge_answer     put a prepared answer into the spec, never twice
+//   DevicePlugin     the modifier: providers, resolution, memo, budget
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/config.h"
+#include "specshim/kubelet/client.h"
+#include "specshim/modifier.h"
+#include "specshim/spec.h"
+
+namespace specshim::device_plugin {
+
+// Annotations the modifier reads (requests) and writes (hand-overs).
+inline constexpr const char* kDevicesFrom = "specshim.io/devices-from";         // container-sync
+inline constexpr const char* kPod = "specshim.io/pod";                          // <ns>/<name>, outside CRI
+inline constexpr const char* kDevicesFromPod = "specshim.io/devices-from-pod";  // pod-sync
+inline constexpr const char* kCdiDevices = "specshim.io/cdi-devices";           // read by cdi
+inline constexpr const char* kResources = "specshim.io/resources";              // read by requirements
+
+enum class Provider { kubelet, container_sync, pod_sync, direct };
+enum class OnError { fail, skip };
+
+std::string_view to_string(Provider p);
+
+// Resource is one [[device-plugin.resources]] entry.
+struct Resource {
+  std::string name;    // extended resource name, "nvidia.com/gpu"
+  std::string socket;  // relative to <kubelet-root>/device-plugins/, or absolute; empty: discover
+  bool allocate = false;
+  OnError on_error = OnError::fail;
+  std::vector<Provider> providers;
+  bool has(Provider p) const;
+};
+
+// Config is the [device-plugin] table.
+struct Config {
+  std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
+  std::chrono::milliseconds budget{2000};
+  bool direct_requires_pod_devices = true;
+  std::vector<Resource> resources;  // in file order, which is also merge order
+  const Resource* find(std::string_view name) const;
+  bool any(Provider p) const;
+};
+
+// read_config reads the table strictly (every key, every resources entry);
+// nullopt when enabled is false (the default). Throws config errors.
+std::optional<Config> read_config(config::Section& s);
+
+// PodRef names a pod; empty when unknown.
+struct PodRef {
+  std::string ns;
+  std::string name;
+  bool empty() const { return name.empty(); }
+  std::string str() const { return ns + "/" + name; }
+  bool operator==(const PodRef&) const = default;
+};
+
+// Identity is who a spec belongs to. For containers created through CRI the
+// pod and container come from the runtime's own annotations (containerd's
+// io.kubernetes.cri.*, or CRI-O's io.kubernetes.pod.* labels). A container
+// created outside CRI has none; it may name a pod with specshim.io/pod.
+struct Identity {
+  bool cri = false;       // created through containerd's or CRI-O's CRI
+  PodRef pod;             // empty when unknown
+  std::string uid;        // pod UID; empty when unknown (outside CRI, containerd < 1.6.11)
+  std::string container;  // Kubernetes container name; empty outside CRI
+};
+
+// identify reads the identity. Throws Error for a malformed specshim.io/pod,
+// and when a CRI container's specshim.io/pod names another pod than its own.
+Identity identify(const Spec& spec);
+
+// parse_device_ids reads a direct request, a JSON list of device IDs such as
+// ["GPU-1","GPU-2"]. Throws Error naming the annotation.
+std::vector<std::string> parse_device_ids(std::string_view key, std::string_view value);
+
+// HostNode is a device node on the host, as stat(2) sees it.
+struct HostNode {
+  char type = 'c';  // 'c' or 'b'
+  std::int64_t major = 0;
+  std::int64_t minor = 0;
+  std::uint32_t mode = 0;  // permission bits
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+// NodeLookup describes the node at a host path (following symlinks, as
+// containerd does for device-plugin devices). Throws Error.
+using NodeLookup = std::function<HostNode(const std::string& host_path)>;
+HostNode stat_host_node(const std::string& host_path);
+
+// PreparedAnswer is a plugin's answer checked and turned into spec pieces.
+struct PreparedAnswer {
+  struct Device {
+    std::string path;
+    Json entry;  // linux.devices[] entry
+    Json rule;   // linux.resources.devices[] allow rule with the answer's permissions
+  };
+  std::vector<std::pair<std::string, std::string>> envs;  // key order
+  std::vector<std::pair<std::string, std::string>> annotations;
+  std::vector<Json> mounts;  // OCI bind mounts
+  std::vector<Device> devices;
+  std::vector<std::string> cdi_devices;
+};
+
+// prepare_answer validates every field of an answer and looks up its device
+// nodes; it throws Error on the first bad one, before the spec is touched.
+PreparedAnswer prepare_answer(const kubelet::AllocateResponse& answer, const NodeLookup& lookup);
+
+// merge_answer adds what the answer has and the spec lacks, and records
+// resource in specshim.io/resources. What is already there stays: an env or
+// annotation key keeps its value, a mount destination or device path its
+// entry (a differing value is appended to conflicts, for the debug log).
+// Returns whether the spec changed; merging the same answer again does not.
+bool merge_answer(Spec& spec, const PreparedAnswer& answer, std::string_view resource,
+                  std::vector<std::string>& conflicts);
+
+// merge_list_annotation adds items to a comma-separated annotation, keeping
+// what is there and its spelling. Returns whether the spec changed.
+bool merge_list_annotation(Spec& spec, std::string_view key, const std::vector<std::string>& items);
+
+// ClientFactory makes the kubelet client the first time a provider needs it.
+using ClientFactory = std::function<std::unique_ptr<kubelet::KubeletClient>()>;
+
+// DevicePlugin is the modifier. One object serves one create (every pass of
+// its chain): it memoises what it resolved, so no (resource, IDs) is looked
+// up or allocated twice, and one budget covers all its kubelet calls.
+class DevicePlugin final : public Modifier {
+ public:
+  DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup = stat_host_node);
+  ~DevicePlugin() override;
+
+  std::string_view name() const override { return "device-plugin"; }
+  void apply(Spec& spec, Context& ctx) override;
+  std::string last_change() const override;
+
+  // client_made tells whether the factory was called (tests of the hot path).
+  bool client_made() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace specshim::device_plugin

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device-plugin modifier's resolution: which (resource, device IDs) a
+// container asks for (providers), where their answer comes from (the
+// kubelet's checkpoint, or Allocate where allowed), and what happens when
+// that fails (on-error). One object lives for one create: what it resolved
+// is memoised across the chain's passes, and one budget covers every call.
+//
+// Each pass reads the requests present in the spec when it starts; requests
+// that the answers add (a spot plugin's annotation naming a real GPU) are
+// read in the next pass, so a chain of references takes one pass per link.
+#include "specshim/device_plugin.h"
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <set>
+
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim::device_plugin {
+namespace {
+
+std::string join(const std::vector<std::string>& items, std::string_view sep = ",") {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+// label names a request in messages: `nvidia.com/gpu` GPU-1,GPU-2.
+std::string label(const std::string& resource, const std::vector<std::string>& ids) {
+  return "`" + resource + "` " + join(ids);
+}
+
+std::string memo_key(const std::string& resource, std::vector<std::string> ids) {
+  std::sort(ids.begin(), ids.end());
+  return resource + "\n" + join(ids, "\n");
+}
+
+// Request is one (resource, device IDs) a provider asks for.
+struct Request {
+  const Resource* resource = nullptr;
+  Provider provider = Provider::kubelet;
+  std::vector<std::string> ids = {};
+  std::string holder = {};                               // container known to hold the IDs; empty: unknown
+  std::optional<kubelet::AllocateResponse> stored = {};  // the answer, when the provider found it already
+  std::vector<std::string> via = {};                     // labels of the requests whose answers named this one
+  std::vector<std::string> via_resources = {};           // their resources
+  std::vector<Request> parts = {};                       // pod-sync over several containers: one per container
+};
+
+// Resolution is what became of a request.
+struct Resolution {
+  const Resource* resource = nullptr;
+  std::string label = {};
+  std::optional<PreparedAnswer> answer = {};    // nullopt: skipped
+  std::string source = {};                      // "the checkpoint" or "Allocate"
+  std::string how = {};                         // provider and chain, for messages
+  std::vector<std::string> via = {};            // the chain of labels, this request last
+  std::vector<std::string> via_resources = {};  // their resources
+};
+
+}  // namespace
+
+struct DevicePlugin::State {
+  Config config;
+  ClientFactory make_client;
+  NodeLookup lookup;
+  std::unique_ptr<kubelet::KubeletClient> client;
+  std::optional<kubelet::Budget> budget;
+  std::optional<kubelet::PodResources> pod_resources;  // of pod_asked
+  std::exception_ptr pod_failure;                      // of pod_asked: not asked again
+  PodRef pod_asked;
+  std::map<std::string, std::size_t> memo;  // memo_key -> index in resolved
+  std::deque<Resolution> resolved;          // in resolution order; references stay valid
+  std::vector<std::string> changes;         // what the last apply merged
+
+  // Per apply.
+  Context* ctx = nullptr;
+  Identity id;
+  std::string target;  // "container `main` of pod `ns/p`"
+
+  kubelet::KubeletClient& kubelet() {
+    if (!client) {
+      client = make_client();
+      budget.emplace(config.budget);
+    }
+    return *client;
+  }
+
+  std::string plugin_dir() const { return kubelet::device_plugin_dir(config.kubelet_root).string(); }
+  std::string pod_resources_socket() const { return kubelet::pod_resources_socket(config.kubelet_root).string(); }
+
+  std::string socket_of(const Resource& r) const {
+    if (r.socket.empty()) return "discovered in " + plugin_dir();
+    return r.socket[0] == '/' ? r.socket : plugin_dir() + "/" + r.socket;
+  }
+
+  // settle applies the strictest on-error of the resources involved: fail
+  // throws naming the container, the pod, what was resolved, the socket and
+  // the cause; skip leaves a warning in the debug log.
+  void settle(const std::vector<const Resource*>& involved, const std::string& what, const std::string& socket,
+              const std::string& cause) {
+    std::string msg = what + " for " + target + " (socket " + socket + "): " + cause;
+    bool fail = std::any_of(involved.begin(), involved.end(), [](auto* r) { return r->on_error == OnError::fail; });
+    if (fail) throw Error(msg);
+    log::warn("device-plugin: skipped (on-error = skip): {}", msg);
+  }
+
+  std::vector<const Resource*> with(Provider p) const {
+    std::vector<const Resource*> out;
+    for (const auto& r : config.resources)
+      if (r.has(p)) out.push_back(&r);
+    return out;
+  }
+
+  // pod asks PodResources once per create (a failure too, so a kubelet that
+  // is down costs one call, not one per pass).
+  const kubelet::PodResources& pod() {
+    if (id.pod.empty()) throw kubelet::NotFound("no pod is known for this container");
+    if (id.pod != pod_asked) {
+      pod_asked = id.pod;
+      pod_resources.reset();
+      pod_failure = nullptr;
+      try {
+        pod_resources = kubelet().pod_resources(id.pod.ns, id.pod.name, *budget);
+      } catch (const kubelet::Error&) {
+        pod_failure = std::current_exception();
+      }
+    }
+    if (pod_failure) std::rethrow_exception(pod_failure);
+    return *pod_resources;
+  }
+
+  // ---- providers ----------------------------------------------------------
+
+  // kubelet: the container's own allocation. The checkpoint has it without
+  // any RPC (the usual path); PodResources is asked only when the pod UID is
+  // unknown or the checkpoint file is missing.
+  void kubelet_requests(std::vector<Request>& out) {
+    auto involved = with(Provider::kubelet);
+    if (involved.empty() || !id.cri || id.container.empty()) return;
+    std::string source = kubelet::checkpoint_file(config.kubelet_root).string();
+    try {
+      if (!id.uid.empty()) {
+        auto entries = kubelet().checkpoint(id.uid, id.container);
+        std::error_code ec;
+        if (!entries.empty() || std::filesystem::exists(source, ec)) {
+          for (const auto& r : config.resources)
+            for (auto& e : entries)
+              if (e.resource == r.name && r.has(Provider::kubelet) && !e.device_ids.empty())
+                out.push_back({.resource = &r,
+                               .provider = Provider::kubelet,
+                               .ids = e.device_ids,
+                               .holder = id.container,
+                               .stored = e.alloc});
+          return;
+        }
+      }
+      if (id.pod.empty()) return;
+      source = pod_resources_socket();
+      const auto& containers = pod().containers;
+      if (auto c = containers.find(id.container); c != containers.end())
+        add_held(out, Provider::kubelet, c->first, c->second);
+    } catch (const kubelet::Error& e) {
+      settle(involved, "read the devices the kubelet assigned", source, e.what());
+    }
+  }
+
+  void add_held(std::vector<Request>& out, Provider p, const std::string& holder,
+                const kubelet::ResourceDevices& held) {
+    for (const auto& r : config.resources)
+      if (auto it = held.find(r.name); it != held.end() && r.has(p) && !it->second.empty())
+        out.push_back({.resource = &r, .provider = p, .ids = it->second, .holder = holder});
+  }
+
+  // container-sync: the devices of another container of the pod.
+  void container_sync_requests(const Spec& spec, std::vector<Request>& out) {
+    auto involved = with(Provider::container_sync);
+    if (involved.empty() || !spec.annotation(kDevicesFrom)) return;
+    std::string from = *spec.annotation(kDevicesFrom);
+    std::string what = std::string("read the devices of container `") + from + "` (annotation " + kDevicesFrom + ")";
+    if (from.empty() || from.size() > 253 || contains_control(from) || from.find('/') != std::string::npos)
+      return settle(involved, what, pod_resources_socket(), "not a container name");
+    try {
+      if (id.pod.empty()) throw kubelet::NotFound(std::string("no pod is known: set annotation ") + kPod);
+      const auto& containers = pod().containers;
+      auto c = containers.find(from);
+      if (c == containers.end())
+        throw kubelet::NotFound("pod `" + id.pod.str() + "` has no container `" + from + "` with devices");
+      add_held(out, Provider::container_sync, from, c->second);
+    } catch (const kubelet::Error& e) {
+      settle(involved, what, pod_resources_socket(), e.what());
+    }
+  }
+
+  // pod-sync: every device of every container of the pod. A resource held by
+  // several containers is asked for as one set (one coherent answer); when
+  // no stored answer covers the set and Allocate is not allowed, each
+  // container's own answer is merged instead (parts).
+  void pod_sync_requests(const Spec& spec, std::vector<Request>& out) {
+    auto involved = with(Provider::pod_sync);
+    auto value = spec.annotation(kDevicesFromPod);
+    if (involved.empty() || !value || *value == "false") return;
+    std::string what =
+        std::string("read the devices of pod `") + id.pod.str() + "` (annotation " + kDevicesFromPod + ")";
+    if (*value != "true") return settle(involved, what, pod_resources_socket(), "want \"true\" or \"false\"");
+    try {
+      if (id.pod.empty()) throw kubelet::NotFound(std::string("no pod is known: set annotation ") + kPod);
+      const auto& containers = pod().containers;
+      for (const auto& r : config.resources) {
+        if (!r.has(Provider::pod_sync)) continue;
+        Request all{.resource = &r, .provider = Provider::pod_sync};
+        for (const auto& [name, held] : containers) {
+          auto it = held.find(r.name);
+          if (it == held.end() || it->second.empty()) continue;
+          for (const auto& d : it->second)
+            if (std::find(all.ids.begin(), all.ids.end(), d) == all.ids.end()) all.ids.push_back(d);
+          all.parts.push_back({.resource = &r, .provider = Provider::pod_sync, .ids = it->second, .holder = name});
+        }
+        if (all.parts.size() == 1) out.push_back(std::move(all.parts.front()));
+        if (all.parts.size() > 1) out.push_back(std::move(all));
+      }
+    } catch (const kubelet::Error& e) {
+      settle(involved, what, pod_resources_socket(), e.what());
+    }
+  }
+
+  // vouching finds the resolved answer whose annotation key=value is exactly
+  // this request: such a request comes from a plugin, not from the tenant.
+  const Resolution* vouching(const std::string& key, const std::string& value) const {
+    for (const auto& r : resolved)
+      if (r.answer)
+        for (const auto& [k, v] : r.answer->annotations)
+          if (k == key && v == value) return &r;
+    return nullptr;
+  }
+
+  // direct: annotation <resource name> = JSON list of IDs. Requests a plugin
+  // answer made are trusted (and checked for cycles); others must name
+  // devices the pod holds unless direct-requires-pod-devices = false.
+  std::optional<Request> direct_request(const Resource& r, const std::string& value) {
+    std::string what = "resolve annotation `" + r.name + "`";
+    Request req{.resource = &r, .provider = Provider::direct};
+    try {
+      req.ids = parse_device_ids(r.name, value);
+    } catch (const Error& e) {
+      settle({&r}, what, socket_of(r), e.what());
+      return std::nullopt;
+    }
+    if (req.ids.empty()) return std::nullopt;
+    if (const Resolution* by = vouching(r.name, value)) {
+      req.via = by->via;
+      req.via_resources = by->via_resources;
+      if (std::find(req.via_resources.begin(), req.via_resources.end(), r.name) != req.via_resources.end()) {
+        settle({&r}, "resolve " + label(r.name, req.ids), socket_of(r),
+               "reference cycle, the chain cannot converge: " + join(req.via, " → ") + " → " + label(r.name, req.ids));
+        return std::nullopt;
+      }
+      return req;
+    }
+    if (!config.direct_requires_pod_devices) return req;
+    try {
+      if (id.pod.empty()) throw kubelet::NotFound("no pod is known to check the devices against");
+      std::set<std::string> held;
+      for (const auto& [name, devices] : pod().containers)
+        if (auto it = devices.find(r.name); it != devices.end()) {
+          held.insert(it->second.begin(), it->second.end());
+          if (std::all_of(req.ids.begin(), req.ids.end(), [&](auto& d) {
+                return std::find(it->second.begin(), it->second.end(), d) != it->second.end();
+              }))
+            req.holder = name;
+        }
+      std::vector<std::string> foreign;
+      for (const auto& d : req.ids)
+        if (!held.count(d)) foreign.push_back(d);
+      if (!foreign.empty())
+        throw kubelet::NotFound("names devices " + join(foreign) + " that pod `" + id.pod.str() +
+                                "` does not hold (direct-requires-pod-devices = true)");
+    } catch (const kubelet::Error& e) {
+      settle({&r}, what, pod_resources_socket(), e.what());
+      return std::nullopt;
+    }
+    return req;
+  }
+
+  // ---- resolution ---------------------------------------------------------
+
+  // stored_answer finds the kubelet's answer for exactly these devices:
+  // this pod's entry first, then the holder's, then any (if they agree).
+  std::optional<kubelet::AllocateResponse> stored_answer(const Request& req) {
+    if (req.stored) return req.stored;
+    auto entries = kubelet().checkpoint_for_devices(req.resource->name, req.ids);
+    std::erase_if(entries, [](auto& e) { return !e.alloc; });
+    auto narrow = [&](auto keep) {
+      std::vector<kubelet::CheckpointEntry> kept;
+      std::copy_if(entries.begin(), entries.end(), std::back_inserter(kept), keep);
+      if (!kept.empty()) entries = std::move(kept);
+    };
+    if (!id.uid.empty()) narrow([&](auto& e) { return e.pod_uid == id.uid; });
+    if (!req.holder.empty()) narrow([&](auto& e) { return e.container == req.holder; });
+    if (entries.empty()) return std::nullopt;
+    bool agree = std::all_of(entries.begin(), entries.end(), [&](auto& e) { return e.alloc == entries.front().alloc; });
+    if (!agree) {
+      log::debug("device-plugin: {} entries of the checkpoint differ for {}; not using them", entries.size(),
+                 label(req.resource->name, req.ids));
+      return std::nullopt;
+    }
+    return entries.front().alloc;
+  }
+
+  std::string how(const Request& req) const {
+    std::string s(to_string(req.provider));
+    if (!req.via.empty()) s += ", named by the answer for " + req.via.back();
+    return s;
+  }
+
+  // resolve returns the memoised resolution of req, finding its answer
+  // first when needed; nullptr when the parts were resolved instead.
+  const Resolution* resolve(const Request& req, Spec& spec) {
+    std::string key = memo_key(req.resource->name, req.ids);
+    if (auto it = memo.find(key); it != memo.end()) return &resolved[it->second];
+    const Resource& r = *req.resource;
+    Resolution res{.resource = &r,
+                   .label = label(r.name, req.ids),
+                   .source = "the checkpoint",
+                   .how = how(req),
+                   .via = req.via,
+                   .via_resources = req.via_resources};
+    res.via.push_back(res.label);
+    res.via_resources.push_back(r.name);
+    std::string socket = socket_of(r);
+    try {
+      auto answer = stored_answer(req);
+      bool may_allocate = r.allocate && ctx->allow_allocate;
+      if (!answer && !req.parts.empty() && !may_allocate) {
+        for (const auto& part : req.parts) merge(spec, part);
+        return nullptr;
+      }
+      if (!answer && !r.allocate)
+        throw kubelet::NotFound("the kubelet checkpoint has no answer for these devices, and allocate = false");
+      if (!answer && !may_allocate) {
+        log::debug("device-plugin: dry-run: would call Allocate for {} (pass --allow-allocate)", res.label);
+        return remember(key, std::move(res));
+      }
+      if (!answer) {
+        socket = kubelet().plugin_for_resource(r.name, r.socket, req.ids, *budget).string();
+        answer = kubelet().allocate(socket, r.name, req.ids, *budget);
+        res.source = "Allocate";
+      }
+      res.answer = prepare_answer(*answer, lookup);
+    } catch (const kubelet::Error& e) {
+      settle({&r}, "resolve " + res.label, socket, e.what());
+    } catch (const Error& e) {
+      settle({&r}, "resolve " + res.label, socket, std::string("answer: ") + e.what());
+    }
+    log::debug("device-plugin: {} for {}: {} ({})", res.label, target,
+               res.answer ? "answer from " + res.source : std::string("skipped"), res.how);
+    return remember(key, std::move(res));
+  }
+
+  const Resolution* remember(const std::string& key, Resolution res) {
+    memo[key] = resolved.size();
+    resolved.push_back(std::move(res));
+    return &resolved.back();
+  }
+
+  void merge(Spec& spec, const Request& req) {
+    const Resolution* res = resolve(req, spec);
+    if (!res || !res->answer) return;
+    std::vector<std::string> conflicts;
+    if (merge_answer(spec, *res->answer, res->resource->name, conflicts))
+      changes.push_back("merged " + res->label + " from " + res->source + " (" + res->how + ")");
+    for (const auto& c : conflicts) log::debug("device-plugin: {} for {}: {}", res->label, target, c);
+  }
+};
+
+DevicePlugin::DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup)
+    : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+  state_->make_client = std::move(make_client);
+  state_->lookup = std::move(lookup);
+}
+
+DevicePlugin::~DevicePlugin() = default;
+
+bool DevicePlugin::client_made() const {
+  return state_->client != nullptr;
+}
+
+std::string DevicePlugin::last_change() const {
+  return join(state_->changes, "; ");
+}
+
+void DevicePlugin::apply(Spec& spec, Context& ctx) {
+  State& s = *state_;
+  s.changes.clear();
+  if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
+  s.ctx = &ctx;
+  s.id = identify(spec);
+  std::string name = !s.id.container.empty()    ? s.id.container
+                     : ctx.container_id.empty() ? "(unnamed)"
+                                                : ctx.container_id;
+  s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+
+  // Direct requests are read from the annotations as this pass found them.
+  std::vector<std::pair<const Resource*, std::string>> direct;
+  for (const auto& r : s.config.resources) {
+    if (!r.has(Provider::direct) || !spec.find({"annotations", r.name})) continue;
+    if (auto v = spec.annotation(r.name))
+      direct.emplace_back(&r, *v);
+    else
+      s.settle({&r}, "resolve annotation `" + r.name + "`", s.socket_of(r), "must be a string");
+  }
+
+  std::vector<Request> requests;
+  s.kubelet_requests(requests);
+  s.container_sync_requests(spec, requests);
+  s.pod_sync_requests(spec, requests);
+  for (const auto& req : requests) s.merge(spec, req);
+  for (const auto& [r, value] : direct)
+    if (auto req = s.direct_request(*r, value)) s.merge(spec, *req);
+}
+
+}  // namespace specshim::device_plugin
+
+namespace specshim {
+
+std::unique_ptr<Modifier> make_device_plugin(config::Section& s) {
+  auto config = device_plugin::read_config(s);
+  if (!config) return nullptr;
+  kubelet::ClientOptions options{config->kubelet_root};
+  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config),
+                                                       [options] { return kubelet::make_helper_client(options); });
+}
+
+}  // namespace specshim

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// [device-plugin] and its [[device-plugin.resources]], read strictly.
+#include <algorithm>
+
+#include "specshim/device_plugin.h"
+#include "specshim/error.h"
+
+namespace specshim::device_plugin {
+namespace {
+
+constexpr std::pair<Provider, std::string_view> kProviders[] = {
+    {Provider::kubelet, "kubelet"},
+    {Provider::container_sync, "container-sync"},
+    {Provider::pod_sync, "pod-sync"},
+    {Provider::direct, "direct"},
+};
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+// valid_resource_name accepts an extended resource name, <domain>/<name>.
+// The names end up in comma-separated annotations and are annotation keys
+// of direct requests, so nothing outside this alphabet is allowed.
+bool valid_resource_name(std::string_view n) {
+  auto slash = n.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == n.size() || n.size() > 253) return false;
+  if (n.find('/', slash + 1) != std::string_view::npos) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return c == '/' || name_char(c); });
+}
+
+Resource read_resource(config::Section& t, const Config& seen) {
+  Resource r;
+  auto name = t.string("name");
+  if (!name) t.fail("", "missing `name` (the extended resource name, e.g. \"nvidia.com/gpu\")");
+  if (!valid_resource_name(*name)) t.fail("name", "`" + *name + "` is not an extended resource name (domain/name)");
+  if (name->rfind("specshim.io/", 0) == 0) t.fail("name", "the specshim.io/ domain is specshim's own");
+  if (seen.find(*name)) t.fail("name", "resource `" + *name + "` is listed twice");
+  r.name = *name;
+  if (auto socket = t.string("socket")) {
+    if (socket->empty() || contains_control(*socket)) t.fail("socket", "must be a non-empty path");
+    r.socket = *socket;
+  }
+  r.allocate = t.boolean("allocate").value_or(false);
+  std::string on_error = t.string("on-error").value_or("fail");
+  if (on_error != "fail" && on_error != "skip") t.fail("on-error", "must be \"fail\" or \"skip\"");
+  r.on_error = on_error == "fail" ? OnError::fail : OnError::skip;
+  auto providers = t.strings("providers");
+  if (!providers) t.fail("", "missing `providers` (any of \"kubelet\", \"container-sync\", \"pod-sync\", \"direct\")");
+  for (const auto& p : *providers) {
+    auto known = std::find_if(std::begin(kProviders), std::end(kProviders), [&](auto& k) { return k.second == p; });
+    if (known == std::end(kProviders))
+      t.fail("providers", "unknown provider `" + p + "` (known: kubelet, container-sync, pod-sync, direct)");
+    if (r.has(known->first)) t.fail("providers", "provider `" + p + "` listed twice");
+    r.providers.push_back(known->first);
+  }
+  t.finish();
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(Provider p) {
+  for (const auto& [provider, name] : kProviders)
+    if (provider == p) return name;
+  return "?";
+}
+
+bool Resource::has(Provider p) const {
+  return std::find(providers.begin(), providers.end(), p) != providers.end();
+}
+
+const Resource* Config::find(std::string_view name) const {
+  for (const auto& r : resources)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+bool Config::any(Provider p) const {
+  return std::any_of(resources.begin(), resources.end(), [&](const Resource& r) { return r.has(p); });
+}
+
+std::optional<Config> read_config(config::Section& s) {
+  Config c;
+  bool enabled = s.boolean("enabled").value_or(false);
+  if (auto root = s.string("kubelet-root")) {
+    if (root->empty() || (*root)[0] != '/' || contains_control(*root))
+      s.fail("kubelet-root", "must be an absolute path");
+    c.kubelet_root = *root;
+  }
+  if (auto ms = s.integer("budget-ms", 1, 600000)) c.budget = std::chrono::milliseconds(*ms);
+  c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
+  for (auto& t : s.tables("resources")) c.resources.push_back(read_resource(t, c));
+  if (!enabled) return std::nullopt;
+  return c;
+}
+
+}  // namespace specshim::device_plugin

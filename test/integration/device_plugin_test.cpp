@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// device-plugin through the real specshim binary and real runc: a device node
+// from a fake plugin's answer must be in the container and openable. The fake
+// kubelet and plugin run in this test process; specshim reaches them through
+// its specshim-kubelet helper (found next to the binary). The node is 1:11
+// (/dev/kmsg's numbers) under a test dir: runc's default allow list does not
+// cover it, so only the modifier's own rule lets the container open it.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <catch2/catch.hpp>
+
+#include "container.h"
+#include "fake_kubelet.h"
+#include "specshim/kubelet/client.h"
+#include "tempdir.h"
+
+namespace fs = std::filesystem;
+using namespace specshim::test;
+using Catch::Contains;
+using specshim::Json;
+using specshim::kubelet::AllocateResponse;
+
+namespace {
+
+const std::vector<std::string> kProbe = {
+    "/bin/sh", "-c",
+    "stat -c '%F %t:%T' /dev/accel0; echo \"$ACCEL\"; (exec 3>/dev/accel0) 2>&1 && echo open-ok; true"};
+const char* kVisible = "character special file 1:b\naccel-0\n";
+const char* kDenied = "/bin/sh: can't create /dev/accel0: Operation not permitted\n";
+
+struct Host {
+  TempDir tmp;
+  fs::path node = tmp / "host-dev" / "accel0";
+  fs::path root = tmp / "kubelet";
+
+  Host() {
+    fs::create_directories(node.parent_path());
+    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
+  }
+  AllocateResponse answer(const std::string& permissions) const {
+    AllocateResponse a;
+    a.envs = {{"ACCEL", "accel-0"}};
+    a.devices = {{"/dev/accel0", node.string(), permissions}};
+    return a;
+  }
+  std::string config(const std::string& resource_extra) const {
+    return "[chain]\norder = [\"device-plugin\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" +
+           root.string() + "\"\n\n[[device-plugin.resources]]\nname = \"example.com/accel\"\n" + resource_extra;
+  }
+};
+
+BusyboxBundle probe_bundle(const Host& host, const Json& annotations) {
+  BusyboxBundle b(host.tmp / "bundle");
+  b.set_args(kProbe);
+  b.spec()["annotations"] = annotations;
+  b.save();
+  return b;
+}
+
+Json cri_container() {
+  return {{"io.kubernetes.cri.container-type", "container"},
+          {"io.kubernetes.cri.sandbox-namespace", "ns"},
+          {"io.kubernetes.cri.sandbox-name", "pod"},
+          {"io.kubernetes.cri.sandbox-uid", "uid-it"},
+          {"io.kubernetes.cri.container-name", "main"}};
+}
+
+}  // namespace
+
+TEST_CASE("device-plugin: the kubelet checkpoint's answer puts an openable device into a runc container") {
+  Host host;
+  FakeKubelet kubelet(host.root);
+  write_checkpoint(host.root, {{"uid-it", "main", "example.com/accel", {{"0", {"accel-0"}}}, host.answer("rw")}}, {},
+                   CheckpointLayout::numa);
+  BusyboxBundle b = probe_bundle(host, cri_container());
+  Shim shim(host.tmp.path(), host.config("providers = [\"kubelet\"]\n"));
+  auto r = shim.run(b, unique_id("it-dp-kubelet"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(kubelet.calls("Get") == 0);
+}
+
+TEST_CASE("device-plugin: a sibling's direct request is allocated through the helper and opens") {
+  Host host;
+  FakeKubelet kubelet(host.root);
+  kubelet.add_pod("ns", "pod", "uid-it", {{"main", {{"example.com/accel", {"accel-0"}}}}});
+  FakeDevicePlugin plugin(specshim::kubelet::device_plugin_dir(host.root) / "accel.sock", {"accel-0"});
+  plugin.respond(host.answer("rw"));
+  BusyboxBundle b = probe_bundle(host, {{"specshim.io/pod", "ns/pod"}, {"example.com/accel", R"(["accel-0"])"}});
+  Shim shim(host.tmp.path(), host.config("providers = [\"direct\"]\nallocate = true\n"));
+  auto r = shim.run(b, unique_id("it-dp-direct"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(plugin.allocations() == std::vector<std::vector<std::string>>{{"accel-0"}});
+}
+
+TEST_CASE("device-plugin: the rule carries the plugin's permissions (read-only: opening for write is refused)") {
+  Host host;
+  FakeKubelet kubelet(host.root);
+  write_checkpoint(host.root, {{"uid-it", "main", "example.com/accel", {{"0", {"accel-0"}}}, host.answer("r")}}, {},
+                   CheckpointLayout::numa);
+  BusyboxBundle b = probe_bundle(host, cri_container());
+  Shim shim(host.tmp.path(), host.config("providers = [\"kubelet\"]\n"));
+  auto r = shim.run(b, unique_id("it-dp-ro"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == std::string(kVisible) + kDenied);
+}
+
+TEST_CASE("device-plugin: a plugin that is down fails the create with pod, container, resource and socket in --log") {
+  Host host;
+  FakeKubelet kubelet(host.root);
+  kubelet.add_pod("ns", "pod", "uid-it", {{"main", {{"example.com/accel", {"accel-0"}}}}});
+  BusyboxBundle b = probe_bundle(host, {{"specshim.io/pod", "ns/pod"}, {"example.com/accel", R"(["accel-0"])"}});
+  Shim shim(host.tmp.path(), host.config("providers = [\"direct\"]\nallocate = true\nsocket = \"accel.sock\"\n"));
+  std::string id = unique_id("it-dp-down");
+  auto r = shim.call(b, {"create", "--bundle", b.dir().string(), id}, false);
+  REQUIRE(r.exit_code == 1);
+  std::string socket = (specshim::kubelet::device_plugin_dir(host.root) / "accel.sock").string();
+  REQUIRE_THAT(Shim::log(b), Contains("specshim: device-plugin: resolve `example.com/accel` accel-0 for container `" +
+                                      id + "` of pod `ns/pod` (socket " + socket +
+                                      "): device plugin for `example.com/accel`: "
+                                      "socket `" +
+                                      socket + "` does not exist (is the plugin running?)"));
+  REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
+}
