@@ -36,12 +36,15 @@ std::string join(const std::vector<std::string>& lines) {
 }
 
 std::string specshim_config_error(const Containerd& c) {
-  auto r = test::run_process({SPECSHIM_BINARY, "doctor"}, {{"SPECSHIM_CONFIG", (c.dir() / "specshim.toml").string()}});
-  const std::string marker = "FAIL config: ";
-  auto at = r.out.find(marker);
-  if (at == std::string::npos) throw std::runtime_error("specshim doctor found no config error:\n" + r.out);
-  auto end = r.out.find('\n', at);
-  return "specshim: " + r.out.substr(at + marker.size(), end - at - marker.size());
+  // dry-run reports the same describe() text a create logs, after its own
+  // prefix; the config is read before the bundle, so no bundle is needed.
+  auto r = test::run_process({SPECSHIM_BINARY, "dry-run", "--bundle", "/nonexistent", "--config",
+                              (c.dir() / "specshim.toml").string()});
+  const std::string marker = "specshim dry-run: ";
+  auto at = r.err.find(marker);
+  if (r.exit_code != 1 || at == std::string::npos) throw std::runtime_error("specshim dry-run found no config error:\n" + r.err);
+  auto end = r.err.find('\n', at);
+  return "specshim: " + r.err.substr(at + marker.size(), end - at - marker.size());
 }
 
 std::vector<LogLine> read_cri_log(const std::string& path) {
