@@ -17,7 +17,7 @@ import yaml
 SOURCE_DIR = ""
 
 # Keys whose only sources are other pods or specshim itself: never passed from a Pod.
-NEVER_FROM_PODS = {"specshim.io/pod", "specshim.io/cdi-devices", "cdi.k8s.io/*"}
+NEVER_FROM_PODS = {"specshim.io/pod", "specshim.io/cdi-devices", "specshim.io/resources", "cdi.k8s.io/*"}
 
 
 def load_yaml(name):
