@@ -172,6 +172,9 @@ class DevicesCgroup : public Modifier {
     if (!found || found->is_null() || (found->is_array() && found->empty())) return;
     Json& devices = spec.array_at({"linux", "devices"});
     bool all = allows_all(rules);
+    // Appended only after the loop: creating linux.resources inserts into the
+    // `linux` object, which would leave `devices` dangling mid-iteration.
+    std::vector<Json> additions;
     for (std::size_t i = 0; i < devices.size(); ++i) {
       Entry e = read_entry(devices[i], at("linux.devices", i), follow_outside_dev_);
       if (all || e.type == 'p') continue;
@@ -192,13 +195,15 @@ class DevicesCgroup : public Modifier {
       }
       Rule added{true, type, e.major, e.minor, wanted};
       rules.push_back(added);
-      spec.array_at({"linux", "resources", "devices"})
-          .push_back(Json{{"allow", true},
-                          {"type", std::string(1, type)},
-                          {"major", e.major},
-                          {"minor", e.minor},
-                          {"access", wanted}});
+      additions.push_back(Json{{"allow", true},
+                               {"type", std::string(1, type)},
+                               {"major", e.major},
+                               {"minor", e.minor},
+                               {"access", wanted}});
     }
+    if (additions.empty()) return;
+    Json& allow = spec.array_at({"linux", "resources", "devices"});
+    for (auto& a : additions) allow.push_back(std::move(a));
   }
 
  private:

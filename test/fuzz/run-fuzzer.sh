@@ -15,5 +15,19 @@ for d in "$@"; do
   done
 done
 cd "$work"
+rc=0
 "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-  -artifact_prefix="$work/" corpus 2>&1 | tail -n 25
+  -artifact_prefix="$work/" corpus >"$work/log" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ]; then
+  # The report's head (what and where) matters more than libFuzzer's stats;
+  # strip template arguments so the frames stay readable in CI output.
+  grep -m1 -A40 -E '^==[0-9]+==ERROR|runtime error|^==[0-9]+== ERROR' "$work/log" |
+    sed -E 's/<[^<>]*>//g; s/<[^<>]*>//g; s/<[^<>]*>//g' | cut -c1-300
+  for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+    [ -f "$f" ] || continue
+    echo "--- reproducer $(basename "$f") ($(stat -c %s "$f") bytes, base64):"
+    head -c 4096 "$f" | base64 -w 120
+  done
+fi
+tail -n 8 "$work/log"
+exit "$rc"
