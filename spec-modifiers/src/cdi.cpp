@@ -241,8 +241,10 @@ class Injector {
 
   void device_nodes(const std::vector<DeviceNode>& nodes) {
     if (nodes.empty()) return;
-    Json& devices = spec_.array_at({"linux", "devices"});
     for (const auto& d : nodes) {
+      // Looked up per node: adding linux.resources below inserts into the
+      // `linux` object and moves its members.
+      Json& devices = spec_.array_at({"linux", "devices"});
       Json entry = oci_device(d);
       auto same_path = std::find_if(devices.begin(), devices.end(), [&](const Json& e) {
         return e.is_object() && e.contains("path") && e["path"] == d.path;

@@ -195,11 +195,8 @@ class DevicesCgroup : public Modifier {
       }
       Rule added{true, type, e.major, e.minor, wanted};
       rules.push_back(added);
-      additions.push_back(Json{{"allow", true},
-                               {"type", std::string(1, type)},
-                               {"major", e.major},
-                               {"minor", e.minor},
-                               {"access", wanted}});
+      additions.push_back(Json{
+          {"allow", true}, {"type", std::string(1, type)}, {"major", e.major}, {"minor", e.minor}, {"access", wanted}});
     }
     if (additions.empty()) return;
     Json& allow = spec.array_at({"linux", "resources", "devices"});

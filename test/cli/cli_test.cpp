@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "container.h"
@@ -23,7 +26,9 @@ struct Cli {
   fs::path record = tmp / "record";
   fs::path config = tmp / "specshim.toml";
   fs::path log = tmp / "bundle" / "log.json";
-  std::string spec_text = "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\"user\": {\"uid\": 0, \"gid\": 0}, \"args\": [\"sh\"]},\n  \"x-unknown\": {\"n\": 1.50}\n}\n";
+  std::string spec_text =
+      "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\"user\": {\"uid\": 0, \"gid\": 0}, \"args\": [\"sh\"]},\n  "
+      "\"x-unknown\": {\"n\": 1.50}\n}\n";
 
   Cli() {
     fs::create_directories(bundle);
@@ -78,9 +83,10 @@ struct Cli {
 
 TEST_CASE("passthrough verbs reach the runtime byte for byte, same pid, same env") {
   Cli c;
-  std::vector<std::string> args = {"--root", "/run/x", "--log", c.log.string(), "--log-format", "json",
-                                   "exec", "--process", "/tmp/p.json", "ctr", "/bin/echo", "create", "",
-                                   "\xff\xfe raw bytes", "--bundle", "/nonexistent"};
+  std::vector<std::string> args = {"--root",      "/run/x", "--log",     c.log.string(),       "--log-format",
+                                   "json",        "exec",   "--process", "/tmp/p.json",        "ctr",
+                                   "/bin/echo",   "create", "",          "\xff\xfe raw bytes", "--bundle",
+                                   "/nonexistent"};
   auto r = c.shim(args, {{"SOME_VAR", "kept"}});
   REQUIRE(r.exit_code == 0);
   auto got = c.recorded_argv();
@@ -124,7 +130,8 @@ TEST_CASE("create with nothing to change leaves config.json byte-identical and p
   Cli c;
   struct stat before {};
   ::stat((c.bundle / "config.json").c_str(), &before);
-  auto args = c.create_args({"create", "--bundle", c.bundle.string(), "--pid-file", (c.bundle / "init.pid").string(), "id1"});
+  auto args =
+      c.create_args({"create", "--bundle", c.bundle.string(), "--pid-file", (c.bundle / "init.pid").string(), "id1"});
   auto r = c.shim(args);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.empty());
@@ -284,4 +291,54 @@ TEST_CASE("dry-run prints the spec and writes nothing") {
   auto u = c.shim({"dry-run"});
   REQUIRE(u.exit_code != 0);
   REQUIRE_THAT(u.err, Catch::Contains("--bundle is required"));
+}
+
+TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bounded time and names the bad ones") {
+  Cli c;
+  fs::path dir = c.tmp / "cdi";
+  fs::create_directories(dir);
+  for (int i = 0; i < 996; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "v%03d.yaml", i);
+    write_file(dir / name, "cdiVersion: 0.5.0\nkind: vendor" + std::to_string(i) +
+                               ".com/gpu\ndevices:\n- name: \"0\"\n" + "  containerEdits:\n    env: [\"DEV" +
+                               std::to_string(i) + "=1\"]\n");
+  }
+  // 5 MiB (over the 4 MiB cap), sparse: never read whole.
+  { std::ofstream(dir / "w-huge.yaml"); }
+  fs::resize_file(dir / "w-huge.yaml", 5 << 20);
+  REQUIRE(::mkfifo((dir / "x-fifo.yaml").c_str(), 0644) == 0);  // would block a plain open()
+  fs::create_symlink("/dev/zero", dir / "y-device.json");       // endless if read
+  fs::create_symlink(dir / "missing", dir / "z-dangling.json");
+  c.write_config("[chain]\norder = [\"cdi\"]\n[cdi]\nspec-dirs = [\"" + dir.string() + "\"]\n");
+
+  auto request = [&](const std::string& devices) {
+    write_file(c.bundle / "config.json",
+               "{\"ociVersion\": \"1.0.2\", \"process\": {\"args\": [\"sh\"], \"env\": []},\n"
+               " \"annotations\": {\"cdi.k8s.io/t\": \"" +
+                   devices + "\"}}\n");
+    auto start = std::chrono::steady_clock::now();
+    auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    CHECK(ms.count() < 5000);  // the whole test takes ~0.4 s here; a blocking open would hit the 10 s kill
+    return r;
+  };
+
+  SECTION("devices from the first and the last good file resolve; the bad files do not get in the way") {
+    auto r = request("vendor0.com/gpu=0,vendor995.com/gpu=0");
+    INFO(c.last_error());
+    REQUIRE(r.exit_code == 0);
+    auto spec = nlohmann::json::parse(read_file(c.bundle / "config.json"));
+    CHECK(spec["process"]["env"] == nlohmann::json::array({"DEV0=1", "DEV995=1"}));
+  }
+  SECTION("an unknown device fails naming each file that did not load, and why") {
+    auto r = request("vendor.com/gpu=0");
+    CHECK(r.exit_code != 0);
+    CHECK_FALSE(c.runtime_ran());
+    std::string msg = c.last_error();
+    CHECK_THAT(msg, Catch::Contains("unresolvable CDI devices vendor.com/gpu=0"));
+    for (const char* f : {"w-huge.yaml", "x-fifo.yaml", "y-device.json", "z-dangling.json"})
+      CHECK_THAT(msg, Catch::Contains((dir / f).string()));
+    CHECK(msg.find("v000.yaml") == std::string::npos);
+  }
 }

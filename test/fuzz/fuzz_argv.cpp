@@ -11,8 +11,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> argv{"specshim"};
   std::string cur;
   for (std::size_t i = 0; i < size; ++i) {
-    if (data[i] == 0) argv.push_back(std::move(cur)), cur.clear();
-    else cur += static_cast<char>(data[i]);
+    if (data[i] == 0)
+      argv.push_back(std::move(cur)), cur.clear();
+    else
+      cur += static_cast<char>(data[i]);
   }
   argv.push_back(cur);
   auto r = specshim::shim::parse_runc_args(argv);

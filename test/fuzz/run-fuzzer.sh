@@ -22,7 +22,7 @@ if [ "$rc" -ne 0 ]; then
   # The report's head (what and where) matters more than libFuzzer's stats;
   # strip template arguments so the frames stay readable in CI output.
   grep -m1 -A40 -E '^==[0-9]+==ERROR|runtime error|^==[0-9]+== ERROR' "$work/log" |
-    sed -E 's/<[^<>]*>//g; s/<[^<>]*>//g; s/<[^<>]*>//g' | cut -c1-300
+    sed -E 's/<[^<>]*>//g; s/<[^<>]*>//g; s/<[^<>]*>//g' | cut -c1-300 || true
   for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [ -f "$f" ] || continue
     echo "--- reproducer $(basename "$f") ($(stat -c %s "$f") bytes, base64):"
@@ -30,4 +30,5 @@ if [ "$rc" -ne 0 ]; then
   done
 fi
 tail -n 8 "$work/log"
+echo "exit status $rc"
 exit "$rc"

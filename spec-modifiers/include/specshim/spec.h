@@ -36,8 +36,11 @@ class Spec {
   std::optional<std::string> annotation(std::string_view key) const;
 
   // Small typed accessors for the places many modifiers touch. They create
-  // intermediate objects/arrays on demand (the *_mut forms) and throw Error
-  // when an existing value has the wrong JSON type.
+  // intermediate objects/arrays on demand and throw Error when an existing
+  // value has the wrong JSON type. Objects keep insertion order in a vector:
+  // creating a member moves its siblings, so a reference returned earlier
+  // into the same object dangles after a call that creates one. Look a
+  // value up again after any call that may create its sibling.
   Json& object_at(std::initializer_list<std::string_view> path);
   Json& array_at(std::initializer_list<std::string_view> path);
   const Json* find(std::initializer_list<std::string_view> path) const;
