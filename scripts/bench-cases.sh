@@ -8,14 +8,14 @@
 #   nothing held       the kubelet provider reads the checkpoint, finds nothing
 #   checkpoint answer  the container's own entry is merged, no RPC
 #   Get + Allocate     a sibling's direct request: helper start, Get, Allocate
+# The answer has no cdi_devices: what CDI costs is measured by its own rows.
 dp_fake_bin="$PWD/$build/test/fakes/specshim-fake-kubelet"
 if [ -x "$dp_fake_bin" ] && [ -x "$PWD/$build/shim/specshim-kubelet" ]; then
   dp_root="$work/kubelet"
   dp_uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
   dp_answer='{"envs": {"VISIBLE": "GPU-bench-1"},
     "mounts": [{"container_path": "/var/run/devices/GPU-bench-1", "host_path": "/dev/null", "read_only": true}],
-    "devices": [{"container_path": "/dev/gpu0", "host_path": "/dev/null", "permissions": "rw"}],
-    "cdi_devices": ["example.com/gpu=GPU-bench-1"]}'
+    "devices": [{"container_path": "/dev/gpu0", "host_path": "/dev/null", "permissions": "rw"}]}'
   dp_entries=""
   for i in $(seq 200); do
     dp_entries+="{\"pod_uid\": \"uid-other-$i\", \"container\": \"main\", \"resource\": \"example.com/gpu\",
@@ -33,7 +33,7 @@ JSON
   mkfifo "$work/dp-ready"
   "$dp_fake_bin" --config "$work/dp-fake.json" >"$work/dp-ready" &
   dp_fake_pid=$!
-  trap 'kill "$dp_fake_pid" 2>/dev/null; wait "$dp_fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'kill "$dp_fake_pid" 2>/dev/null; wait "$dp_fake_pid" 2>/dev/null; rm -rf "$work" "$disk"' EXIT
   read -r dp_line <"$work/dp-ready"
   [ "$dp_line" = ready ] || { echo "specshim-fake-kubelet did not start" >&2; exit 1; }
 
@@ -65,9 +65,126 @@ TOML
     'bench_prepared create-dp-checkpoint "$work/dp.toml" "cp $work/dp-checkpoint/config.orig $work/dp-checkpoint/config.json" "$(dp_create dp-checkpoint)"'
     'bench_prepared create-dp-allocate "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" "$(dp_create dp-allocate)"'
   )
+  extra_rss+=(
+    'rss_row "create, device-plugin: helper + Get + Allocate" "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" $(dp_create dp-allocate)'
+  )
   extra_rows+=(
     'row "create, device-plugin: nothing held (checkpoint read) → fake" create-dp-nothing fake'
     'row "create, device-plugin: checkpoint answer merged → fake" create-dp-checkpoint fake'
     'row "create, device-plugin: helper + Get + Allocate → fake" create-dp-allocate fake'
   )
 fi
+
+# cdi + passwd: the headline cases with the default chain (passwd, cdi,
+# devices-cgroup; device-plugin and requirements off), uid 10001 so passwd
+# adds its entry, two devices of an NVIDIA-like spec (8 devices, 40 mounts,
+# 3 hooks) requested by annotation:
+#   1 spec file        only the kind's file in the dir
+#   50 spec files      49 other vendors' files beside it (scanned, not parsed)
+source scripts/bench-cdi-specs.sh
+CDI_FILES=1 make_dir "$work/cdi-1" "example.com/accel"
+make_dir "$work/cdi-50" "example.com/accel"
+cdi_conf() {  # name spec-dir
+  printf '[runtime]\npath = "%s"\n\n[cdi]\nspec-dirs = ["%s"]\n' "$fake" "$2" >"$work/$1.toml"
+}
+cdi_bundle() {  # dir uid devices
+  make_bundle "$1" "$2"
+  jq -c --arg d "$3" '.annotations["cdi.k8s.io/bench"] = $d' "$1/config.orig" >"$1/config.json"
+  cp "$1/config.json" "$1/config.orig"
+}
+cdi_conf cdi-1 "$work/cdi-1"
+cdi_conf cdi-50 "$work/cdi-50"
+cdi_bundle "$work/passwd-cdi2" 10001 "example.com/accel=0,example.com/accel=1"
+restore_pc="cp $work/passwd-cdi2/config.orig $work/passwd-cdi2/config.json"
+create_pc="$shim --log $work/passwd-cdi2/log.json --log-format json create --bundle $work/passwd-cdi2 id"
+extra_cases+=(
+  'bench_prepared create-passwd-cdi2 "$work/cdi-1.toml" "$restore_pc" "$create_pc"'
+  'bench_prepared create-passwd-cdi2-50 "$work/cdi-50.toml" "$restore_pc" "$create_pc"'
+)
+extra_rows+=(
+  'row "create, passwd + 2 CDI devices (1 spec file) → fake" create-passwd-cdi2 fake'
+  'row "create, passwd + 2 CDI devices (50 spec files) → fake" create-passwd-cdi2-50 fake'
+)
+extra_rss+=(
+  'rss_row "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" $create_pc'
+)
+
+# Scaling: how a create's cost grows with the spec's size, the number of CDI
+# spec files in the dir and the number of devices requested. Fewer runs each
+# (BENCH_SCALE_RUNS); every row is a create that changes the spec or reads it.
+scale_runs=${BENCH_SCALE_RUNS:-100}
+bench_scale() { hyperfine_case "$1" "$2" "$scale_runs" 5 "$3" "${@:4}"; }  # name config prepare command
+scale_create() { echo "$shim --log $1/log.json --log-format json create --bundle $1 id"; }
+
+# spec size: N extra env entries in an otherwise unchanged CRI spec (no rewrite).
+for n in 0 1000 10000; do
+  make_bundle "$work/size-$n" 0
+  jq -c --argjson n "$n" '.process.env += [range(0; $n) | "BENCH_VARIABLE_\(.)=/opt/some/moderately/long/value/\(.)"]' \
+    "$work/size-$n/config.orig" >"$work/size-$n/config.json"
+  cp "$work/size-$n/config.json" "$work/size-$n/config.orig"
+done
+
+# spec files: N one-kind-per-file specs; two devices of the last file requested.
+# "all parsed": each file also holds a backslash, which defeats the pre-filter
+# that skips files unable to define a requested device.
+for n in 10 100 1000; do
+  mkdir -p "$work/files-$n" "$work/files-$n-parsed"
+  for i in $(seq 0 $((n - 1))); do
+    f=$(printf 'v%04d.yaml' "$i")
+    spec_yaml "vendor$i.example.com/accel" >"$work/files-$n/$f"
+    sed 's|ACCEL_DRIVER=550.54.15|ACCEL_NOTE=a\\b|' "$work/files-$n/$f" >"$work/files-$n-parsed/$f"
+  done
+  cdi_conf "files-$n" "$work/files-$n"
+  cdi_conf "files-$n-parsed" "$work/files-$n-parsed"
+  cdi_bundle "$work/files-$n-bundle" 0 "vendor$((n - 1)).example.com/accel=0,vendor$((n - 1)).example.com/accel=1"
+done
+
+# devices: one spec with 64 devices (a node and an env entry each); 1, 8 or 64 requested.
+mkdir -p "$work/many"
+{
+  printf 'cdiVersion: 0.5.0\nkind: example.com/many\ndevices:\n'
+  for i in $(seq 0 63); do
+    printf -- '- name: "d%s"\n  containerEdits:\n    env: [DEV_%s=1]\n    deviceNodes:\n    - {path: /dev/many%s, hostPath: /dev/null}\n' \
+      "$i" "$i" "$i"
+  done
+} >"$work/many/many.yaml"
+cdi_conf many "$work/many"
+for n in 1 8 64; do
+  cdi_bundle "$work/devices-$n" 0 "$(seq -s, -f 'example.com/many=d%g' 0 $((n - 1)))"
+done
+
+scale_cases() {
+  local n
+  for n in 0 1000 10000; do bench_scale "size-$n" "$work/fake.toml" "" "$(scale_create "$work/size-$n")"; done
+  for n in 10 100 1000; do
+    local b="$work/files-$n-bundle" restore="cp $work/files-$n-bundle/config.orig $work/files-$n-bundle/config.json"
+    bench_scale "files-$n" "$work/files-$n.toml" "$restore" "$(scale_create "$b")"
+    bench_scale "files-$n-parsed" "$work/files-$n-parsed.toml" "$restore" "$(scale_create "$b")"
+  done
+  for n in 1 8 64; do
+    bench_scale "devices-$n" "$work/many.toml" "cp $work/devices-$n/config.orig $work/devices-$n/config.json" \
+      "$(scale_create "$work/devices-$n")"
+  done
+}
+scale_table() {
+  local n
+  echo "## How cost grows"
+  echo
+  echo "Medians over $scale_runs runs each, same run as the table above; \"over fake\" subtracts the fake runtime's median."
+  echo "Rows that rewrite config.json include its restore (\`prepare-only\` above) in neither column."
+  echo
+  echo "| dimension | case | median ms | over fake |"
+  echo "|---|---|---|---|"
+  for n in 0 1000 10000; do
+    echo "| spec size | $n extra env entries ($(($(stat -c %s "$work/size-$n/config.json") / 1024)) KiB), nothing to change | $(med "size-$n") | $(over "size-$n" fake) ms |"
+  done
+  for n in 10 100 1000; do
+    echo "| CDI spec files | $n files ($(du -sk "$work/files-$n" | cut -f1) KiB), 2 devices from the last | $(med "files-$n") | $(over "files-$n" fake) ms |"
+    echo "| CDI spec files | $n files, every one parsed | $(med "files-$n-parsed") | $(over "files-$n-parsed" fake) ms |"
+  done
+  for n in 1 8 64; do
+    echo "| devices | $n of 64 requested from one spec (node + env + cgroup rule each) | $(med "devices-$n") | $(over "devices-$n" fake) ms |"
+  done
+}
+extra_cases+=('scale_cases')
+extra_sections+=('scale_table')

@@ -10,9 +10,16 @@ shim="$PWD/$build/shim/specshim"
 fake="$PWD/$build/test/fakes/recording_runtime"
 [ -x "$shim" ] && [ -x "$fake" ] || { echo "build first: cmake --build $build" >&2; exit 1; }
 runc=$(command -v runc)
-out=docs/BENCHMARKS.md
-work=$(mktemp -d /tmp/specshim-bench-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+out=${BENCH_OUT:-docs/BENCHMARKS.md}
+load_before=$(cut -d" " -f1-3 /proc/loadavg)
+# Bundles live where containerd keeps them, on tmpfs (/run/containerd/...):
+# /run when it is tmpfs, else /dev/shm. One extra case puts a bundle on the
+# disk to show what the write's fsyncs cost there.
+tmpfs_dir=/run
+[ "$(stat -f -c %T /run)" = tmpfs ] || tmpfs_dir=/dev/shm
+work=$(mktemp -d "$tmpfs_dir/specshim-bench-XXXXXX")
+disk=$(mktemp -d /var/tmp/specshim-bench-disk-XXXXXX)
+trap 'rm -rf "$work" "$disk"' EXIT
 runs=${BENCH_RUNS:-300}
 
 # A bundle with CRI's config.json (uid 0: nothing to change) and a busybox-like rootfs.
@@ -25,21 +32,24 @@ make_bundle() {  # dir uid
 }
 make_bundle "$work/nochange" 0
 make_bundle "$work/passwd" 10001
+make_bundle "$disk/passwd" 10001
 printf '[runtime]\npath = "%s"\n' "$fake" > "$work/fake.toml"
 printf '[runtime]\npath = "%s"\n' "$runc" > "$work/runc.toml"
-extra_cases=()
+extra_cases=() extra_rows=() extra_rss=() extra_sections=()
 [ -f scripts/bench-cases.sh ] && source scripts/bench-cases.sh   # more cases from other components
 
-bench() {  # name config command...
-  local name=$1 cfg=$2; shift 2
-  SPECSHIM_CONFIG="$cfg" hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/$name.json" "$@" >/dev/null 2>&1
-  jq -r --arg n "$name" '.results[0] | "\($n)\t\(.median*1000)\t\(.stddev*1000)"' "$work/$name.json" >> "$work/results.tsv"
+# hyperfine_case NAME CONFIG RUNS WARMUP PREPARE COMMAND...: one row of
+# results.tsv; a failing command stops the script with hyperfine's output.
+hyperfine_case() {
+  local name=$1 cfg=$2 n=$3 warmup=$4 prep=$5; shift 5
+  SPECSHIM_CONFIG="$cfg" hyperfine -N --warmup "$warmup" --runs "$n" ${prep:+--prepare "$prep"} \
+    --export-json "$work/$name.json" "$@" >"$work/$name.out" 2>&1 ||
+    { echo "bench: case $name failed:" >&2; tail -5 "$work/$name.out" >&2
+      cat "$work"/*/log.json 2>/dev/null | grep -h error | tail -2 >&2; exit 1; }
+  jq -r --arg n "$name" '.results[0] | "\($n)\t\(.median*1000)\t\(.stddev*1000)"' "$work/$name.json" >>"$work/results.tsv"
 }
-bench_prepared() {  # name config prepare command
-  local name=$1 cfg=$2 prep=$3; shift 3
-  SPECSHIM_CONFIG="$cfg" hyperfine -N --warmup 20 --runs "$runs" --prepare "$prep" --export-json "$work/$name.json" "$@" >/dev/null 2>&1
-  jq -r --arg n "$name" '.results[0] | "\($n)\t\(.median*1000)\t\(.stddev*1000)"' "$work/$name.json" >> "$work/results.tsv"
-}
+bench() { hyperfine_case "$1" "$2" "$runs" 20 "" "${@:3}"; }                 # name config command...
+bench_prepared() { hyperfine_case "$1" "$2" "$runs" 20 "$3" "${@:4}"; }     # name config prepare command...
 : > "$work/results.tsv"
 bench fake "$work/fake.toml" "$fake state x"
 bench passthrough "$work/fake.toml" "$shim state x"
@@ -47,17 +57,25 @@ bench create-nochange "$work/fake.toml" "$shim --log $work/nochange/log.json --l
 bench_prepared create-passwd "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
   "$shim --log $work/passwd/log.json --log-format json create --bundle $work/passwd id"
 bench prepare-only "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json"
+bench_prepared create-passwd-disk "$work/fake.toml" "cp $disk/passwd/config.orig $disk/passwd/config.json" \
+  "$shim --log $disk/passwd/log.json --log-format json create --bundle $disk/passwd id"
 for c in "${extra_cases[@]}"; do eval "$c"; done
 bench runc-state "$work/runc.toml" -i "$runc --root $work/runc-root state nonexistent"
 bench shim-runc-state "$work/runc.toml" -i "$shim --root $work/runc-root state nonexistent"
 
-rss() {  # peak RSS in KiB of one run
-  SPECSHIM_CONFIG="$2" /usr/bin/time -f %M "${@:3}" 2>&1 >/dev/null | tail -1
+# Peak RSS (GNU time's %M, KiB) of one run of each case.
+rss_rows=()
+rss_row() {  # label config prepare command...
+  local label=$1 cfg=$2 prep=$3; shift 3
+  if [ -n "$prep" ]; then eval "$prep"; fi
+  rss_rows+=("$label $(SPECSHIM_CONFIG="$cfg" /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1)")
 }
-rss_nochange=$(rss x "$work/fake.toml" "$shim" create --bundle "$work/nochange" id)
-cp "$work/passwd/config.orig" "$work/passwd/config.json"
-rss_passwd=$(rss x "$work/fake.toml" "$shim" create --bundle "$work/passwd" id)
-rss_fake=$(rss x "$work/fake.toml" "$fake" state x)
+rss_row "fake runtime alone" "$work/fake.toml" "" "$fake" state x
+rss_row "passthrough" "$work/fake.toml" "" "$shim" state x
+rss_row "create, nothing to change" "$work/fake.toml" "" "$shim" create --bundle "$work/nochange" id
+rss_row "create, passwd entry added" "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
+  "$shim" create --bundle "$work/passwd" id
+for c in "${extra_rss[@]}"; do eval "$c"; done
 
 med() { awk -F'\t' -v n="$1" '$1==n {printf "%.3f", $2}' "$work/results.tsv"; }
 sd() { awk -F'\t' -v n="$1" '$1==n {printf "%.3f", $3}' "$work/results.tsv"; }
@@ -72,7 +90,8 @@ row() { printf '| %s | %s | %s | %s ms | %s× |\n' "$1" "$(med "$2")" "$(sd "$2"
   echo "Whole-process medians over $runs runs (hyperfine -N, 20 warm-ups). \"fake\" is the static exit-0"
   echo "runtime \`test/fakes/recording_runtime\`; every specshim row execs it (or runc), so the difference is"
   echo "specshim's own cost. Rows that rewrite config.json restore it before each run (\`--prepare\`);"
-  echo "the restore's own cost is the \`prepare-only\` row and is not subtracted."
+  echo "the restore's own cost is the \`prepare-only\` row and is not subtracted. Bundles are on $(stat -f -c %T "$work")"
+  echo "(\`$tmpfs_dir\`), as containerd's are under /run/containerd, except the one row that says otherwise."
   echo
   echo "| case | median ms | stddev ms | over baseline | ratio |"
   echo "|---|---|---|---|---|"
@@ -80,14 +99,19 @@ row() { printf '| %s | %s | %s | %s ms | %s× |\n' "$1" "$(med "$2")" "$(sd "$2"
   row "passthrough (\`state\`) → fake" passthrough fake
   row "create, nothing to change → fake" create-nochange fake
   row "create, passwd entry added → fake" create-passwd fake
+  row "create, passwd entry added, bundle on $(stat -f -c %T "$disk") (6 fsyncs) → fake" create-passwd-disk fake
   row "prepare-only (cp config.json)" prepare-only fake
   for c in "${extra_rows[@]:-}"; do [ -n "$c" ] && eval "$c"; done
   row "runc state (plain runc)" runc-state runc-state
   row "specshim → runc state" shim-runc-state runc-state
   echo
-  echo "Peak RSS (GNU time, KiB): fake $rss_fake, create nothing-to-change $rss_nochange, create with passwd $rss_passwd."
+  echo "Peak RSS of one run (GNU time \`%M\`, KiB):"
   echo
-  echo "Budgets (issue 2): passthrough ≤ +0.4 ms over the fake, create with nothing to change ≤ +0.8 ms, peak RSS ≤ 4 MB."
+  for r in "${rss_rows[@]}"; do echo "- ${r% *}: ${r##* }"; done
+  for c in "${extra_sections[@]}"; do echo; "$c"; done
+  echo
+  echo "Budgets: passthrough ≲ 0.2–0.3 ms over the runtime, create with nothing to change ≲ 0.5–1 ms, peak RSS ≤ 4 MB."
+  echo "Load average (1/5/15 min) before the run: $load_before; after: $(cut -d" " -f1-3 /proc/loadavg)."
   echo "\`ldd specshim\`: $(ldd "$shim" | awk '{print $1}' | tr '\n' ' ')"
   [ -f docs/BENCHMARKS.notes.md ] && { echo; cat docs/BENCHMARKS.notes.md; }
 } > "$out"

@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# NVIDIA-like CDI spec generators shared by scripts/bench-cdi.sh and the CDI
+# cases of scripts/bench-cases.sh. Sourced, not run.
+
+# spec_yaml KIND: 8 devices with a node each, spec-level edits with a control
+# node, 40 library mounts, 3 hooks and env, as nvidia-ctk generates them.
+spec_yaml() {
+  printf 'cdiVersion: 0.5.0\nkind: %s\ndevices:\n' "$1"
+  for i in 0 1 2 3 4 5 6 7; do
+    printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/accel%s\n      hostPath: %s\n' \
+      "$i" "$i" "$([ $((i % 2)) -eq 0 ] && echo /dev/null || echo /dev/zero)"
+  done
+  printf 'containerEdits:\n  env:\n  - ACCEL_DRIVER=550.54.15\n  deviceNodes:\n  - path: /dev/accelctl\n    hostPath: /dev/full\n'
+  printf '  hooks:\n'
+  for h in create-symlinks update-ldcache chmod; do
+    printf '  - hookName: createContainer\n    path: /usr/bin/accel-ctk\n    args: [accel-ctk, hook, %s, --folder, /usr/lib/x86_64-linux-gnu]\n' "$h"
+  done
+  printf '  mounts:\n'
+  for i in $(seq 1 40); do
+    printf '  - hostPath: /usr/lib/x86_64-linux-gnu/libaccel-component-%02d.so.550.54.15\n' "$i"
+    printf '    containerPath: /usr/lib/x86_64-linux-gnu/libaccel-component-%02d.so.550.54.15\n' "$i"
+    printf '    options: [ro, nosuid, nodev, bind]\n'
+  done
+}
+
+# spec_json KIND: the same spec as JSON.
+spec_json() {
+  local devices="" mounts="" hooks=""
+  for i in 0 1 2 3 4 5 6 7; do
+    devices+="${devices:+,}{\"name\":\"$i\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/accel$i\",\"hostPath\":\"$([ $((i % 2)) -eq 0 ] && echo /dev/null || echo /dev/zero)\"}]}}"
+  done
+  for h in create-symlinks update-ldcache chmod; do
+    hooks+="${hooks:+,}{\"hookName\":\"createContainer\",\"path\":\"/usr/bin/accel-ctk\",\"args\":[\"accel-ctk\",\"hook\",\"$h\",\"--folder\",\"/usr/lib/x86_64-linux-gnu\"]}"
+  done
+  for i in $(seq -w 1 40); do
+    local lib="/usr/lib/x86_64-linux-gnu/libaccel-component-$i.so.550.54.15"
+    mounts+="${mounts:+,}{\"hostPath\":\"$lib\",\"containerPath\":\"$lib\",\"options\":[\"ro\",\"nosuid\",\"nodev\",\"bind\"]}"
+  done
+  jq . <<<"{\"cdiVersion\":\"0.5.0\",\"kind\":\"$1\",\"devices\":[$devices],\"containerEdits\":{\"env\":[\"ACCEL_DRIVER=550.54.15\"],\"deviceNodes\":[{\"path\":\"/dev/accelctl\",\"hostPath\":\"/dev/full\"}],\"hooks\":[$hooks],\"mounts\":[$mounts]}}"
+}
+
+# make_dir DIR KIND...: 50 spec files (CDI_FILES to change), even ones YAML
+# and odd ones JSON; the first files get the given kinds, the rest other
+# vendors' kinds.
+make_dir() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  local kinds=("$@")
+  for i in $(seq 0 $((${CDI_FILES:-50} - 1))); do
+    local kind="vendor$i.example.com/accel"
+    [ "$i" -lt "${#kinds[@]}" ] && kind=${kinds[$i]}
+    if [ $((i % 2)) -eq 0 ]; then
+      spec_yaml "$kind" > "$dir/$(printf '%02d' "$i")-spec.yaml"
+    else
+      spec_json "$kind" > "$dir/$(printf '%02d' "$i")-spec.json"
+    fi
+  done
+}
