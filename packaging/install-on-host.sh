@@ -8,6 +8,8 @@
 # daemonset.yaml) with the node's / mounted at --host-root, or directly on a
 # node with --host-root /. It owns exactly these host paths:
 #   <bin-dir>/specshim                       copied from the package (unless already there)
+#   <bin-dir>/specshim-kubelet               the kubelet helper, beside the binary, where
+#                                            specshim looks for it first
 #   /etc/specshim/config.toml                only when absent; never overwritten
 #   containerd 2.x (config version 3):
 #     /etc/containerd/conf.d/specshim.toml   the drop-in, plus its entry in `imports`
@@ -46,7 +48,8 @@ options (environment variable in brackets):
   --uninstall              [SPECSHIM_MODE=uninstall]
   --host-root DIR          the node's / as seen here [SPECSHIM_HOST_ROOT] (default /host)
   --source-root DIR        where the package's files are [SPECSHIM_SOURCE_ROOT] (default /):
-                           usr/bin/specshim, etc/specshim/config.toml,
+                           usr/bin/specshim, usr/libexec/specshim/specshim-kubelet,
+                           etc/specshim/config.toml,
                            usr/share/specshim/containerd/containerd-{1,2}.x.toml
   --binary-path PATH       node path of the binary, used as BinaryName
                            [SPECSHIM_BINARY_PATH] (default /usr/local/bin/specshim);
@@ -194,6 +197,7 @@ install_binary() {
   [ -x "$src" ] || die "\`$src\` is missing or not executable"
   if [ -e "$dst" ] && [ "$src" -ef "$dst" ]; then
     log "binary $BINARY_PATH is the package's own; not copied"
+    PACKAGE_BINARY=1
     BINARY_INSTALLED=$(state_get binary_installed)
     BINARY_INSTALLED=${BINARY_INSTALLED:-0}
     return
@@ -205,6 +209,26 @@ install_binary() {
     log "installed $BINARY_PATH"
   fi
   BINARY_INSTALLED=1
+}
+
+# install_helper puts the kubelet helper (PodResources and device-plugin RPCs
+# for the device-plugin modifier) beside the binary: specshim looks for it
+# there before its compiled-in libexec dir, which only a node with the .deb
+# has. The package's own binary finds the package's helper; nothing to copy.
+install_helper() {
+  local src="$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet" dst
+  dst=$(host "$(dirname "$BINARY_PATH")/specshim-kubelet")
+  HELPER_INSTALLED=$(state_get helper_installed)
+  HELPER_INSTALLED=${HELPER_INSTALLED:-0}
+  [ "${PACKAGE_BINARY:-0}" = 1 ] && return
+  [ -x "$src" ] || die "\`$src\` is missing or not executable"
+  if [ -e "$dst" ] && cmp -s "$src" "$dst"; then
+    log "helper $(strip_root "$dst") is up to date"
+  else
+    replace_file "$dst" "$src" 0755
+    log "installed $(strip_root "$dst")"
+  fi
+  HELPER_INSTALLED=1
 }
 
 install_config() {
@@ -389,10 +413,12 @@ do_install() {
     *) die "$(strip_root "$cfg") is containerd config version $version; specshim supports 2 (containerd 1.6/1.7) and 3 (2.x)" ;;
   esac
   install_binary
+  install_helper
   install_config
   if [ "$version" = 2 ]; then install_v2 "$cfg"; else install_v3 "$cfg"; fi
   state_write "config_version=$version" "containerd_config=$CONTAINERD_CONFIG" \
-    "binary_path=$BINARY_PATH" "binary_installed=$BINARY_INSTALLED" "config_installed=$CONFIG_INSTALLED" \
+    "binary_path=$BINARY_PATH" "binary_installed=$BINARY_INSTALLED" "helper_installed=$HELPER_INSTALLED" \
+    "config_installed=$CONFIG_INSTALLED" \
     "v2_added_newline=${V2_NEWLINE:-0}" "v2_created_config=${V2_CREATED:-0}" \
     "imports_edit=${IMPORTS_EDIT:-none}" "dropin_dir_created=${DROPIN_DIR_CREATED:-0}"
   if [ "$CHANGED" = 1 ]; then restart_containerd; else log "containerd configuration unchanged; no restart"; fi
@@ -450,7 +476,7 @@ uninstall_v3() {
 }
 
 do_uninstall() {
-  local state cfg version bin conf
+  local state cfg version bin helper conf
   state=$(host "$STATE_REL")
   if [ ! -f "$state" ]; then
     log "nothing to uninstall: no $STATE_REL on the node"
@@ -469,6 +495,11 @@ do_uninstall() {
   if [ "$(state_get binary_installed)" = 1 ] && [ -e "$bin" ]; then
     rm -f "$bin"
     log "removed $(state_get binary_path)"
+  fi
+  helper=$(host "$(dirname "$(state_get binary_path)")/specshim-kubelet")
+  if [ "$(state_get helper_installed)" = 1 ] && [ -e "$helper" ]; then
+    rm -f "$helper"
+    log "removed $(strip_root "$helper")"
   fi
   conf=$(host /etc/specshim/config.toml)
   if [ "$(state_get config_installed)" = 1 ] && [ -f "$conf" ]; then

@@ -146,6 +146,9 @@ class InstallerTest(unittest.TestCase):
         binary = n.path("/usr/local/bin/specshim")
         self.assertEqual(read(binary), read(os.path.join(STAGE, "usr/bin/specshim")))
         self.assertEqual(stat.S_IMODE(os.stat(binary).st_mode), 0o755)
+        helper = n.path("/usr/local/bin/specshim-kubelet")  # where specshim looks first
+        self.assertEqual(read(helper), read(os.path.join(STAGE, "usr/libexec/specshim/specshim-kubelet")))
+        self.assertEqual(stat.S_IMODE(os.stat(helper).st_mode), 0o755)
         self.assertEqual(read(n.path("/etc/specshim/config.toml")),
                          read(os.path.join(SOURCE_DIR, "packaging", "specshim.toml")))
         self.assertFalse(os.path.exists(n.path("/etc/containerd/conf.d/specshim.toml")),
@@ -175,6 +178,7 @@ class InstallerTest(unittest.TestCase):
         self.assertEqual(read(cfg), DEBIAN_CONFIG.encode())
         self.assertEqual(n.restarts(), 2)
         self.assertFalse(os.path.exists(binary))
+        self.assertFalse(os.path.exists(helper))
         self.assertFalse(os.path.exists(n.path("/etc/specshim")))
         self.assertFalse(os.path.exists(n.path("/var/lib/specshim")))
 
@@ -356,8 +360,11 @@ class InstallerTest(unittest.TestCase):
         n.run("--binary-path", "/usr/bin/specshim")
         handler = cri_v2(n.dump())["containerd"]["runtimes"]["specshim"]
         self.assertEqual(handler["options"]["BinaryName"], "/usr/bin/specshim")
+        self.assertFalse(os.path.exists(n.path("/usr/bin/specshim-kubelet")),
+                         "the package's binary finds the package's helper in /usr/libexec/specshim")
         n.run("--uninstall")
         self.assertTrue(os.path.exists(n.path("/usr/bin/specshim")), "the package's binary is not ours to remove")
+        self.assertTrue(os.path.exists(n.path("/usr/libexec/specshim/specshim-kubelet")))
         self.assertEqual(read(n.path("/etc/containerd/config.toml")), DEBIAN_CONFIG.encode())
 
     def test_uninstall_on_a_clean_node_is_a_no_op(self):
