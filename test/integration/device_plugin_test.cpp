@@ -2,16 +2,14 @@
 // device-plugin through the real specshim binary and real runc: a device node
 // from a fake plugin's answer must be in the container and openable. The fake
 // kubelet and plugin run in this test process; specshim reaches them through
-// its specshim-kubelet helper (found next to the binary). The node is 1:11
-// (/dev/kmsg's numbers) under a test dir: runc's default allow list does not
-// cover it, so only the modifier's own rule lets the container open it.
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-
+// its specshim-kubelet helper (found next to the binary). The node is
+// test/support's HostDevice: only the modifier's own rule lets the container
+// open it.
 #include <catch2/catch.hpp>
 
 #include "container.h"
 #include "fake_kubelet.h"
+#include "host_device.h"
 #include "specshim/kubelet/client.h"
 #include "tempdir.h"
 
@@ -23,21 +21,12 @@ using specshim::kubelet::AllocateResponse;
 
 namespace {
 
-const std::vector<std::string> kProbe = {
-    "/bin/sh", "-c",
-    "stat -c '%F %t:%T' /dev/accel0; echo \"$ACCEL\"; (exec 3>/dev/accel0) 2>&1 && echo open-ok; true"};
-const char* kVisible = "character special file 1:b\naccel-0\n";
-const char* kDenied = "/bin/sh: can't create /dev/accel0: Operation not permitted\n";
+const std::vector<std::string> kProbe = accel_probe("echo \"$ACCEL\"");
+const std::string kVisible = std::string(kAccelVisible) + "accel-0\n";
 
-struct Host {
-  TempDir tmp;
-  fs::path node = tmp / "host-dev" / "accel0";
+struct Host : HostDevice {
   fs::path root = tmp / "kubelet";
 
-  Host() {
-    fs::create_directories(node.parent_path());
-    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
-  }
   AllocateResponse answer(const std::string& permissions) const {
     AllocateResponse a;
     a.envs = {{"ACCEL", "accel-0"}};
@@ -78,7 +67,7 @@ TEST_CASE("device-plugin: the kubelet checkpoint's answer puts an openable devic
   auto r = shim.run(b, unique_id("it-dp-kubelet"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(r.out == kVisible + kAccelOpened);
   REQUIRE(kubelet.calls("Get") == 0);
 }
 
@@ -93,7 +82,7 @@ TEST_CASE("device-plugin: a sibling's direct request is allocated through the he
   auto r = shim.run(b, unique_id("it-dp-direct"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + "open-ok\n");
+  REQUIRE(r.out == kVisible + kAccelOpened);
   REQUIRE(plugin.allocations() == std::vector<std::vector<std::string>>{{"accel-0"}});
 }
 
@@ -107,7 +96,7 @@ TEST_CASE("device-plugin: the rule carries the plugin's permissions (read-only: 
   auto r = shim.run(b, unique_id("it-dp-ro"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == std::string(kVisible) + kDenied);
+  REQUIRE(r.out == kVisible + kAccelDenied);
 }
 
 TEST_CASE("device-plugin: a plugin that is down fails the create with pod, container, resource and socket in --log") {

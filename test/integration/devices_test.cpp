@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device access through specshim with real runc on the devices cgroup: a node
 // must be in the container's /dev (cdi) and the cgroup must let it be opened
-// (cdi's own rule, or devices-cgroup). The node used is 1:11 (/dev/kmsg's
-// numbers, under a test dir on the host): it is not in runc's default allow
-// list (1:3 null, 1:5 zero, 1:7 full, 1:8 random, 1:9 urandom, 5:x, 136:*,
-// 10:200), and opening it write-only without writing is harmless.
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-
+// (cdi's own rule, or devices-cgroup). The node is test/support's
+// HostDevice, which runc's default allow list does not cover.
 #include <catch2/catch.hpp>
 
 #include "container.h"
+#include "host_device.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;
@@ -19,23 +15,13 @@ using Catch::Contains;
 
 namespace {
 
-// The container prints the node's type and numbers, then tries to open it for writing.
-const std::vector<std::string> kProbe = {
-    "/bin/sh", "-c", "stat -c '%F %t:%T' /dev/accel0; (exec 3>/dev/accel0) 2>&1 && echo open-ok; true"};
-
-const char* kVisible = "character special file 1:b\n";
-const char* kDenied = "/bin/sh: can't create /dev/accel0: Operation not permitted\n";
+const std::vector<std::string> kProbe = accel_probe();
+const std::string kVisible = kAccelVisible;
 
 // Host holds the test's host side: the device node and a CDI spec dir.
-struct Host {
-  TempDir tmp;
-  fs::path node = tmp / "host-dev" / "accel0";
+struct Host : HostDevice {
   fs::path cdi = tmp / "cdi";
 
-  Host() {
-    fs::create_directories(node.parent_path());
-    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
-  }
   void spec(const std::string& permissions) const {
     write_file(cdi / "accel.yaml",
                "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n"
@@ -79,28 +65,28 @@ TEST_CASE("cdi: a requested device is visible and openable in a runc container")
   Host host;
   host.spec("");
   BusyboxBundle b = probe_bundle(host, "example.com/accel=0");
-  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == std::string(kVisible) + "open-ok\n");
+  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == kVisible + kAccelOpened);
 }
 
 TEST_CASE("devices: a node without an allow rule is visible but EPERM (runc's defaults do not cover 1:11)") {
   Host host;
   BusyboxBundle b = probe_bundle(host, "");
   inject_without_rule(b);
-  REQUIRE(run_probe(host, b, "[chain]\norder = []\n") == std::string(kVisible) + kDenied);
+  REQUIRE(run_probe(host, b, "[chain]\norder = []\n") == kVisible + kAccelDenied);
 }
 
 TEST_CASE("devices-cgroup: the missing allow rule is added and the node opens") {
   Host host;
   BusyboxBundle b = probe_bundle(host, "");
   inject_without_rule(b);
-  REQUIRE(run_probe(host, b, "[chain]\norder = [\"devices-cgroup\"]\n") == std::string(kVisible) + "open-ok\n");
+  REQUIRE(run_probe(host, b, "[chain]\norder = [\"devices-cgroup\"]\n") == kVisible + kAccelOpened);
 }
 
 TEST_CASE("cdi: the spec's permissions narrow the rule, and devices-cgroup does not widen it") {
   Host host;
   host.spec("rm");
   BusyboxBundle b = probe_bundle(host, "example.com/accel=0");
-  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == std::string(kVisible) + kDenied);
+  REQUIRE(run_probe(host, b, host.config("[\"cdi\", \"devices-cgroup\"]")) == kVisible + kAccelDenied);
 }
 
 TEST_CASE("cdi: an unresolvable device fails the create with the cause in --log, runc never runs") {

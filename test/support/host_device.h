@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// A host-side accelerator for device tests with real runc: a character node
+// 1:11 (/dev/kmsg's numbers) under a test dir. runc's default allow list
+// (1:3 null, 1:5 zero, 1:7 full, 1:8 random, 1:9 urandom, 5:x, 136:*, 10:200)
+// does not cover it, so only a rule a modifier added lets a container open
+// it; opening it write-only without writing is harmless.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tempdir.h"
+
+namespace specshim::test {
+
+struct HostDevice {
+  TempDir tmp;
+  std::filesystem::path node = tmp / "host-dev" / "accel0";
+
+  HostDevice();  // creates the node
+};
+
+// accel_probe is a container command that prints the type and numbers of
+// /dev/accel0, then `then` (a shell command, may be empty), then whether the
+// node opens for writing: `kAccelOpened`, or `kAccelDenied` by the cgroup.
+std::vector<std::string> accel_probe(const std::string& then = "");
+inline constexpr const char* kAccelVisible = "character special file 1:b\n";
+inline constexpr const char* kAccelOpened = "open-ok\n";
+inline constexpr const char* kAccelDenied = "/bin/sh: can't create /dev/accel0: Operation not permitted\n";
+
+}  // namespace specshim::test
