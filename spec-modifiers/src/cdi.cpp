@@ -375,14 +375,19 @@ class Cdi : public Modifier {
 
 }  // namespace
 
-std::unique_ptr<Modifier> make_cdi(config::Section& s) {
-  if (s.boolean("enabled") == false) return nullptr;
+std::optional<std::vector<std::string>> cdi::read_spec_dirs(config::Section& s) {
+  if (s.boolean("enabled") == false) return std::nullopt;
   std::vector<std::string> dirs = {"/etc/cdi", "/var/run/cdi"};
   if (auto d = s.strings("spec-dirs")) dirs = *d;
   for (const auto& dir : dirs)
     if (dir.empty() || dir[0] != '/' || contains_control(dir))
       s.fail("spec-dirs", "`" + dir + "` is not an absolute path");
-  return std::make_unique<Cdi>(std::move(dirs));
+  return dirs;
+}
+
+std::unique_ptr<Modifier> make_cdi(config::Section& s) {
+  auto dirs = cdi::read_spec_dirs(s);
+  return dirs ? std::make_unique<Cdi>(std::move(*dirs)) : nullptr;
 }
 
 }  // namespace specshim

@@ -80,9 +80,9 @@ bool Config::any(Provider p) const {
   return std::any_of(resources.begin(), resources.end(), [&](const Resource& r) { return r.has(p); });
 }
 
-std::optional<Config> read_config(config::Section& s) {
+Config read_table(config::Section& s) {
   Config c;
-  bool enabled = s.boolean("enabled").value_or(false);
+  c.enabled = s.boolean("enabled").value_or(false);
   if (auto root = s.string("kubelet-root")) {
     if (root->empty() || (*root)[0] != '/' || contains_control(*root))
       s.fail("kubelet-root", "must be an absolute path");
@@ -91,7 +91,12 @@ std::optional<Config> read_config(config::Section& s) {
   if (auto ms = s.integer("budget-ms", 1, 600000)) c.budget = std::chrono::milliseconds(*ms);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
   for (auto& t : s.tables("resources")) c.resources.push_back(read_resource(t, c));
-  if (!enabled) return std::nullopt;
+  return c;
+}
+
+std::optional<Config> read_config(config::Section& s) {
+  Config c = read_table(s);
+  if (!c.enabled) return std::nullopt;
   return c;
 }
 

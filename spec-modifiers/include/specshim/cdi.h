@@ -14,6 +14,10 @@
 #include <string_view>
 #include <vector>
 
+namespace specshim::config {
+class Section;
+}
+
 namespace specshim::cdi {
 
 // Requests: every annotation whose key starts with kAnnotationPrefix, and
@@ -138,6 +142,11 @@ SpecFile parse_spec(std::string_view text, const std::string& path);
 std::pair<std::string, std::string> minimum_version(const SpecFile& spec);
 
 // ---- spec directories ----
+
+// read_spec_dirs reads the [cdi] table: the spec dirs in priority order
+// (default /etc/cdi, then /var/run/cdi), or nullopt when `enabled = false`.
+// Throws config errors.
+std::optional<std::vector<std::string>> read_spec_dirs(config::Section& s);
 
 inline constexpr std::size_t kMaxSpecFileBytes = 4 << 20;
 

@@ -55,6 +55,7 @@ struct Resource {
 
 // Config is the [device-plugin] table.
 struct Config {
+  bool enabled = false;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
   std::chrono::milliseconds budget{2000};
   bool direct_requires_pod_devices = true;
@@ -63,8 +64,11 @@ struct Config {
   bool any(Provider p) const;
 };
 
-// read_config reads the table strictly (every key, every resources entry);
-// nullopt when enabled is false (the default). Throws config errors.
+// read_table reads the table strictly (every key, every resources entry),
+// enabled or not: `specshim doctor` probes the configured kubelet either way.
+// read_config is read_table, nullopt when enabled is false (the default).
+// Both throw config errors.
+Config read_table(config::Section& s);
 std::optional<Config> read_config(config::Section& s);
 
 // PodRef names a pod; empty when unknown.
