@@ -19,6 +19,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   std::string config_file;
   std::string host_root = "/";
   bool json = false;
+  bool verbose = false;
   app.add_option("--config", config_file,
                  "specshim config file (default: $SPECSHIM_CONFIG or " + std::string(config::kDefaultPath) +
                      " under --host-root)");
@@ -26,6 +27,7 @@ int doctor_main(const std::vector<std::string>& argv) {
       ->check(CLI::ExistingDirectory)
       ->capture_default_str();
   app.add_flag("--json", json, "print the report as JSON");
+  app.add_flag("-v,--verbose", verbose, "list what findings counted (device names and IDs; always in --json)");
   try {
     std::vector<std::string> rest(argv.rbegin(), argv.rend() - 2);  // CLI11 wants them reversed
     app.parse(rest);
@@ -47,7 +49,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   std::vector<doctor::Check> checks;
   checks.push_back(doctor::check_config(config_path, loaded));
   checks.push_back(doctor::check_runtime(loaded));
-  checks.push_back(doctor::check_cdi(host));
+  checks.push_back(doctor::check_cdi(host, loaded));
   checks.push_back(doctor::check_kubelet(host, loaded));
   checks.push_back(doctor::check_kernel(host));
   checks.push_back(doctor::check_capabilities(host, loaded));
@@ -56,7 +58,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   if (json)
     std::cout << doctor::render_json(checks);
   else
-    std::cout << "specshim " SPECSHIM_VERSION " doctor\n\n" << doctor::render_text(checks);
+    std::cout << "specshim " SPECSHIM_VERSION " doctor\n\n" << doctor::render_text(checks, verbose);
   return doctor::problems(checks) ? 1 : 0;
 }
 

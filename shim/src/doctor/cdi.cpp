@@ -1,68 +1,87 @@
 // SPDX-License-Identifier: Apache-2.0
-// Doctor's CDI check: every spec file in the CDI spec directories loads.
+// Doctor's CDI check: the configured spec dirs, loaded by the cdi modifier's
+// own loader (cdi::load_specs, JSON and YAML, the whole schema): each dir,
+// each file that does not load and why, device names two files define, and
+// the devices a create can use.
+#include "specshim/cdi.h"
+
 #include <algorithm>
 
 #include "doctor/doctor.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/spec.h"
 
 namespace specshim::shim::doctor {
 namespace {
 
-// CDI's default spec directories (static specs, then generated ones).
-constexpr const char* kSpecDirs[] = {"/etc/cdi", "/var/run/cdi"};
-constexpr std::size_t kMaxSpecBytes = 4 << 20;
+using Result = cdi::SpecFileResult;
 
-// check_spec_file returns why a CDI spec file does not load, or empty.
-// Seam: this is a stand-in until the cdi modifier's loader lands; then it
-// becomes a call to that loader, which also reads YAML and validates the
-// whole schema. Until then JSON files are checked for syntax (with the
-// line) and the fields every spec has.
-std::string check_spec_file(const std::filesystem::path& file) {
-  try {
-    Spec doc = Spec::parse(fs::read_regular_file(file, kMaxSpecBytes));
-    for (const char* key : {"cdiVersion", "kind"}) {
-      const Json* v = doc.find({key});
-      if (!v || !v->is_string()) return std::string("`") + key + "` is missing or not a string";
+// check_dirs reports each dir: unreadable (a problem: its devices are
+// missing from every create), absent (fine: CDI is optional), or how many
+// spec files it has.
+void check_dirs(const cdi::Registry& reg, Check& c) {
+  for (std::size_t i = 0; i < reg.dirs.size(); ++i) {
+    const std::string& dir = reg.dirs[i];
+    auto error = std::find_if(reg.dir_errors.begin(), reg.dir_errors.end(),
+                              [&](const std::string& e) { return e.find("`" + dir + "`") != std::string::npos; });
+    std::error_code ec;
+    if (error != reg.dir_errors.end()) {
+      c.add(Status::fail, *error);
+    } else if (!std::filesystem::exists(dir, ec)) {
+      c.add(Status::info, dir + ": absent");
+    } else {
+      auto files = std::count_if(reg.files.begin(), reg.files.end(),
+                                 [&](const Result& f) { return f.priority == static_cast<int>(i); });
+      c.add(Status::ok, dir + ": " + count(static_cast<std::size_t>(files), "spec file"));
     }
-    const Json* devices = doc.find({"devices"});
-    if (!devices || !devices->is_array() || devices->empty()) return "`devices` is missing or empty";
-    return {};
-  } catch (const std::exception& e) {
-    return describe(e);
+  }
+}
+
+void check_files(const cdi::Registry& reg, Check& c) {
+  for (const auto& f : reg.files) {
+    if (f.status == Result::Status::failed) {
+      c.add(Status::fail, f.path + ": " + f.error);
+    } else if (f.spec) {
+      c.add(Status::ok, f.path + ": loaded (`" + f.spec->kind + "`, cdiVersion " + f.spec->version + ", " +
+                            count(f.spec->devices.size(), "device") + ")");
+    }
   }
 }
 
 }  // namespace
 
-Check check_cdi(const Host& host) {
+Check check_cdi(const Host& host, const Loaded& loaded) {
   Check c("cdi");
-  int files = 0;
-  for (const char* dir : kSpecDirs) {
-    std::filesystem::path path = host.path(dir);
-    std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec)) {
-      c.add(Status::info, path.string() + ": absent");
-      continue;
-    }
-    std::vector<std::filesystem::path> entries;
-    for (const auto& e : std::filesystem::directory_iterator(path, ec)) entries.push_back(e.path());
-    if (ec) c.add(Status::fail, path.string() + ": " + ec.message());
-    std::sort(entries.begin(), entries.end());
-    for (const auto& file : entries) {
-      auto ext = file.extension();
-      if (ext == ".yaml" || ext == ".yml") {
-        ++files;
-        c.add(Status::info, file.string() + ": YAML, not checked (needs the cdi modifier's loader)");
-      } else if (ext == ".json") {
-        ++files;
-        std::string why = check_spec_file(file);
-        c.add(why.empty() ? Status::ok : Status::fail, file.string() + (why.empty() ? ": loaded" : ": " + why));
-      }
-    }
+  if (!loaded.cdi_dirs) {
+    c.add(Status::info, "disabled ([cdi] enabled = false)");
+    return c;
   }
-  if (files == 0) c.add(Status::info, "no CDI spec files");
+  if (loaded.valid && !loaded.on("cdi")) {
+    c.add(Status::info, "disabled (not in [chain] order)");
+    return c;
+  }
+  if (!loaded.valid) c.add(Status::info, "config invalid: checking the built-in spec dirs");
+
+  std::vector<std::string> dirs;
+  for (const auto& d : *loaded.cdi_dirs) dirs.push_back(host.path(d).string());
+  cdi::Registry reg = cdi::load_specs(dirs);
+  check_dirs(reg, c);
+  check_files(reg, c);
+  // Two files of the same dir (the highest that defines the name) make the
+  // name unusable: a create asking for it is refused.
+  for (const auto& [name, files] : reg.conflicts)
+    c.add(Status::fail, "device `" + name + "` is defined by more than one spec file (" + join(files, ", ") +
+                            "): creates asking for it fail");
+
+  if (reg.files.empty()) {
+    c.add(Status::info, "no CDI spec files");
+    return c;
+  }
+  auto ok = std::count_if(reg.files.begin(), reg.files.end(), [](const Result& f) { return f.spec != nullptr; });
+  std::vector<std::string> names;
+  for (const auto& [name, ref] : reg.devices) names.push_back(name);
+  c.add(Status::info,
+        std::to_string(ok) + " of " + count(reg.files.size(), "spec file") + " loaded, " +
+            count(names.size(), "device") + " usable",
+        names);
   return c;
 }
 

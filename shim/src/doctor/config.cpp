@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Doctor's config check: the config loads exactly as create would load it.
 #include "doctor/doctor.h"
+#include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/registry.h"
 
 namespace specshim::shim::doctor {
 namespace {
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
 
 // describe_rule says in one line what a rule adds.
 std::string describe_rule(const requirements::Rule& r) {
@@ -20,19 +15,31 @@ std::string describe_rule(const requirements::Rule& r) {
   for (const auto& s : r.seccomp_allow) adds.push_back("seccomp:" + s);
   for (auto g : r.additional_gids) adds.push_back("gid:" + std::to_string(g));
   for (const auto& e : r.env) adds.push_back("env:" + e.substr(0, e.find('=')));
-  return "`" + r.name + "` adds " + join(adds);
+  return "`" + r.name + "` adds " + join(adds, " ");
+}
+
+// read_probed_tables reads [cdi] and [device-plugin] with their modifiers'
+// readers, for the checks that look where a create would.
+void read_probed_tables(const config::Document& doc, Loaded& loaded) {
+  auto root = doc.root();
+  auto cdi = root.section("cdi");
+  loaded.cdi_dirs = cdi::read_spec_dirs(cdi);
+  auto device_plugin = root.section("device-plugin");
+  loaded.device_plugin = device_plugin::read_table(device_plugin);
 }
 
 }  // namespace
 
 Check check_config(const std::filesystem::path& file, Loaded& loaded) {
   Check c("config");
+  read_probed_tables(config::Document::parse("", "built-in defaults"), loaded);
   try {
     auto doc = config::Document::load(file);
     auto root = doc.root();
     loaded.settings = read_settings(root);
     Chain chain = build_chain(root);
     root.finish();
+    read_probed_tables(doc, loaded);
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
     for (const auto& m : chain.modifiers()) {

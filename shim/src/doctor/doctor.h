@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "settings.h"
+#include "specshim/device_plugin.h"
 #include "specshim/requirements.h"
 
 namespace specshim::shim::doctor {
@@ -20,9 +21,12 @@ enum class Status { info, ok, warn, fail };
 
 std::string_view status_name(Status s);
 
+// Finding is one line of the report. details are what it counted (device
+// names, device IDs): in the JSON always, in the text with --verbose.
 struct Finding {
   Status status;
   std::string text;
+  std::vector<std::string> details = {};
 };
 
 // Check is one concern's findings, in the order they were made.
@@ -32,7 +36,9 @@ struct Check {
 
   explicit Check(std::string n) : name(std::move(n)) {}
   Status status() const;
-  void add(Status s, std::string text) { findings.push_back({s, std::move(text)}); }
+  void add(Status s, std::string text, std::vector<std::string> details = {}) {
+    findings.push_back({s, std::move(text), std::move(details)});
+  }
 };
 
 // Host is where doctor looks: every host path a check reads goes through
@@ -44,27 +50,37 @@ struct Host {
   std::filesystem::path path(std::string_view absolute) const;
 };
 
-// Loaded is what the config check learned, for the checks after it.
+// Loaded is what the config check learned, for the checks after it. The
+// [cdi] and [device-plugin] tables are read by their modifiers' own readers
+// (built-in defaults while the config is invalid), so the cdi and kubelet
+// checks look where a create would.
 struct Loaded {
   bool valid = false;
   Settings settings;
   std::vector<std::string> modifiers_on;
   std::vector<requirements::Rule> rules;
+  std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
+  device_plugin::Config device_plugin;               // read whether enabled or not
   bool on(std::string_view modifier) const;
 };
 
 Check check_config(const std::filesystem::path& file, Loaded& loaded);
 Check check_runtime(const Loaded& loaded);
-Check check_cdi(const Host& host);
+Check check_cdi(const Host& host, const Loaded& loaded);
 Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
 Check check_containerd(const Host& host, const std::filesystem::path& self_exe);
 
-// render_text and render_json print the report; problems() counts fails.
-std::string render_text(const std::vector<Check>& checks);
+// render_text and render_json print the report (render_text lists details
+// when verbose); problems() counts fails.
+std::string render_text(const std::vector<Check>& checks, bool verbose = false);
 std::string render_json(const std::vector<Check>& checks);
 int problems(const std::vector<Check>& checks);
+
+// count says "1 device", "2 devices"; join puts sep between items.
+std::string count(std::size_t n, std::string_view noun);
+std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 // connect_unix reports whether a unix stream socket accepts a connection:
 // empty on success, else why not ("connection refused").

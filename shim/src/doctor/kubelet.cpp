@@ -1,52 +1,190 @@
 // SPDX-License-Identifier: Apache-2.0
-// Doctor's kubelet check: the PodResources socket and the device-plugin
-// sockets are there and accept connections.
-#include <algorithm>
-
+// Doctor's kubelet check: what the device-plugin modifier would ask, asked
+// the way it asks: through the specshim-kubelet helper (no gRPC in this
+// process), under the configured kubelet root, each call bounded by the
+// configured budget. PodResources (GetAllocatableResources, then Get as a
+// create calls it), every device plugin's device list, and the device
+// manager's checkpoint. With the modifier off the kubelet is still probed,
+// but nothing found here is a problem.
 #include "doctor/doctor.h"
+#include "specshim/kubelet/checkpoint.h"
+#include "specshim/kubelet/client.h"
 
 namespace specshim::shim::doctor {
 namespace {
 
-constexpr const char* kPodResources = "/var/lib/kubelet/pod-resources/kubelet.sock";
-constexpr const char* kDevicePlugins = "/var/lib/kubelet/device-plugins";
-constexpr const char* kRegistration = "kubelet.sock";  // the kubelet's own socket in kDevicePlugins
+namespace fs = std::filesystem;
+
+// The pod the Get probe asks for: a NotFound answer proves the kubelet
+// serves the call creates make (names with '_' are not valid pod names, so
+// it cannot exist).
+constexpr const char* kProbeNamespace = "specshim_doctor";
+constexpr const char* kProbePod = "no_such_pod";
+
+std::size_t total(const kubelet::ResourceDevices& devices) {
+  std::size_t n = 0;
+  for (const auto& [resource, ids] : devices) n += ids.size();
+  return n;
+}
+
+// Probe is one run of the check: where the kubelet is, how long each call
+// may take, and how bad a kubelet that does not answer is.
+class Probe {
+ public:
+  Probe(const Host& host, const Loaded& loaded, Check& check)
+      : root_(host.path(loaded.device_plugin.kubelet_root.string())),
+        budget_(loaded.device_plugin.budget),
+        problem_(loaded.on("device-plugin") ? Status::fail : Status::info),
+        check_(check) {}
+
+  void pod_resources() {
+    fs::path socket = kubelet::pod_resources_socket(root_);
+    if (!present(socket, " (no kubelet here, or another kubelet-root)")) return;
+    if (std::string why = connect_unix(socket); !why.empty()) {
+      check_.add(problem_, socket.string() + ": " + why);
+      return;
+    }
+    if (!client()) return;
+    if (!allocatable(socket)) return;
+    get(socket);
+  }
+
+  void plugins() {
+    fs::path dir = kubelet::device_plugin_dir(root_);
+    if (!present(dir, "")) return;
+    std::vector<kubelet::PluginInfo> plugins;
+    try {
+      if (kubelet::plugin_sockets(dir).empty()) {
+        check_.add(Status::info, dir.string() + ": no device-plugin sockets");
+        return;
+      }
+      if (!client()) return;
+      plugins = client_->list_plugins(kubelet::Budget(budget_));
+    } catch (const kubelet::Error& e) {
+      check_.add(problem_, e.what());
+      return;
+    }
+    for (const auto& p : plugins) {
+      if (!p.reachable()) {
+        check_.add(problem_, p.error);
+        continue;
+      }
+      std::vector<std::string> ids;
+      std::size_t unhealthy = 0;
+      for (const auto& d : p.devices) {
+        bool healthy = d.health == "Healthy";
+        unhealthy += !healthy;
+        ids.push_back(healthy ? d.id : d.id + " (" + (d.health.empty() ? "no health" : d.health) + ")");
+      }
+      std::string resource =
+          p.resource.empty() ? "resource unknown (not registered in the checkpoint)" : "`" + p.resource + "`";
+      check_.add(Status::ok,
+                 p.socket.string() + ": " + resource + ", " + count(p.devices.size(), "device") +
+                     (unhealthy ? " (" + std::to_string(unhealthy) + " not healthy)" : ""),
+                 ids);
+    }
+  }
+
+  // checkpoint reads the file the modifier reads first, with its reader.
+  void checkpoint() {
+    fs::path file = kubelet::checkpoint_file(root_);
+    try {
+      auto cp = kubelet::Checkpoint::read(file);
+      if (!cp) {
+        check_.add(Status::info, file.string() + ": absent (creates ask PodResources instead)");
+        return;
+      }
+      std::vector<std::string> registered;
+      for (const auto& [resource, ids] : cp->registered_devices())
+        registered.push_back(resource + ": " + count(ids.size(), "device"));
+      check_.add(Status::ok,
+                 file.string() + ": " + count(cp->size(), "allocation") + ", " +
+                     count(cp->registered_devices().size(), "registered resource"),
+                 registered);
+    } catch (const kubelet::Error& e) {
+      check_.add(problem_, e.what());
+    }
+  }
+
+ private:
+  // present reports path as absent, a problem_, when it is not there.
+  bool present(const fs::path& path, std::string_view why) {
+    std::error_code ec;
+    if (fs::exists(path, ec)) return true;
+    check_.add(problem_, path.string() + ": absent" + std::string(why));
+    return false;
+  }
+
+  // client makes the helper client on the first RPC, as the modifier does,
+  // after finding the helper (reported once, with the problem status when
+  // it is missing).
+  kubelet::KubeletClient* client() {
+    if (client_ || helper_failed_) return client_.get();
+    try {
+      fs::path helper = kubelet::find_helper();
+      check_.add(Status::info,
+                 "helper " + helper.string() + ", budget " + std::to_string(budget_.count()) + " ms per call");
+      client_ = kubelet::make_helper_client({root_}, helper);
+    } catch (const kubelet::Error& e) {
+      helper_failed_ = true;
+      check_.add(problem_, e.what());
+    }
+    return client_.get();
+  }
+
+  // allocatable reports the node's devices; false when the kubelet does not
+  // answer at all (then Get is not tried). Any other error (a kubelet
+  // before 1.23, or the call gated off) is a note: creates do not use it.
+  bool allocatable(const fs::path& socket) {
+    try {
+      auto devices = client_->allocatable(kubelet::Budget(budget_));
+      check_.add(Status::ok, socket.string() + ": GetAllocatableResources: " + count(devices.size(), "resource") +
+                                 ", " + count(total(devices), "device"));
+      for (const auto& [resource, ids] : devices)
+        check_.add(Status::info, "allocatable `" + resource + "`: " + count(ids.size(), "device"), ids);
+      return true;
+    } catch (const kubelet::Error& e) {
+      auto kind = kubelet::kind_of(e);
+      bool answered = kind == kubelet::ErrorKind::other || kind == kubelet::ErrorKind::not_found;
+      check_.add(answered ? Status::info : problem_, e.what());
+      return answered;
+    }
+  }
+
+  // get asks for a pod that cannot exist, as a create asks for its own: a
+  // NotFound answer means the call works (through List when the kubelet
+  // has Get disabled, which costs every create a list of all pods).
+  void get(const fs::path& socket) {
+    try {
+      client_->pod_resources(kProbeNamespace, kProbePod, kubelet::Budget(budget_));
+      check_.add(Status::ok, socket.string() + ": PodResources Get answers");
+    } catch (const kubelet::NotFound& e) {
+      bool listed = std::string_view(e.what()).starts_with("call List");
+      check_.add(Status::ok, socket.string() + (listed ? ": PodResources Get is disabled here: creates use List"
+                                                       : ": PodResources Get answers"));
+    } catch (const kubelet::Error& e) {
+      check_.add(problem_, e.what());
+    }
+  }
+
+  fs::path root_;
+  std::chrono::milliseconds budget_;
+  Status problem_;
+  Check& check_;
+  std::unique_ptr<kubelet::KubeletClient> client_;
+  bool helper_failed_ = false;
+};
 
 }  // namespace
 
-// Seam: with the kubelet client this check also calls PodResources Get (or
-// notes the List fallback when the kubelet has Get disabled) and asks every
-// plugin for its resource names; until then it stops at connect().
 Check check_kubelet(const Host& host, const Loaded& loaded) {
   Check c("kubelet");
-  // Unreachable sockets only break creates when a modifier talks to the kubelet.
-  Status unreachable = loaded.on("device-plugin") ? Status::fail : Status::warn;
-
-  std::filesystem::path pod_resources = host.path(kPodResources);
-  std::error_code ec;
-  if (!std::filesystem::exists(pod_resources, ec)) {
-    c.add(unreachable, pod_resources.string() + ": absent (no kubelet here, or another --root-dir)");
-  } else if (std::string why = connect_unix(pod_resources); !why.empty()) {
-    c.add(unreachable, pod_resources.string() + ": " + why);
-  } else {
-    c.add(Status::ok, pod_resources.string() + ": reachable");
-    c.add(Status::info, "PodResources Get/List: not probed (needs the kubelet client)");
-  }
-
-  std::filesystem::path plugins = host.path(kDevicePlugins);
-  std::vector<std::filesystem::path> sockets;
-  for (const auto& e : std::filesystem::directory_iterator(plugins, ec))
-    if (e.is_socket() && e.path().filename() != kRegistration) sockets.push_back(e.path());
-  std::sort(sockets.begin(), sockets.end());
-  if (ec)
-    c.add(Status::info, plugins.string() + ": " + ec.message());
-  else if (sockets.empty())
-    c.add(Status::info, plugins.string() + ": no device-plugin sockets");
-  for (const auto& s : sockets) {
-    std::string why = connect_unix(s);
-    c.add(why.empty() ? Status::ok : unreachable,
-          s.string() + (why.empty() ? ": reachable (resources: needs the kubelet client)" : ": " + why));
-  }
+  if (!loaded.on("device-plugin"))
+    c.add(Status::info, "device-plugin modifier off: the kubelet is probed, nothing found here is a problem");
+  Probe probe(host, loaded, c);
+  probe.pod_resources();
+  probe.plugins();
+  probe.checkpoint();
   return c;
 }
 

@@ -44,13 +44,23 @@ int problems(const std::vector<Check>& checks) {
   return n;
 }
 
-std::string render_text(const std::vector<Check>& checks) {
+std::string count(std::size_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+std::string render_text(const std::vector<Check>& checks, bool verbose) {
   // Problems are upper case so they stand out in a long report.
   auto label = [](Status s) -> std::string {
     return s == Status::warn ? "WARN" : s == Status::fail ? "FAIL" : std::string(status_name(s));
   };
   std::string out;
-  int warnings = 0;
+  std::size_t warnings = 0;
   for (const auto& c : checks) {
     bool first = true;
     for (const auto& f : c.findings) {
@@ -59,13 +69,14 @@ std::string render_text(const std::vector<Check>& checks) {
       std::string status = label(f.status);
       status.resize(6, ' ');
       out += name + status + f.text + "\n";
+      if (verbose)
+        for (const auto& d : f.details) out += std::string(22, ' ') + d + "\n";
       first = false;
       warnings += f.status == Status::warn;
     }
   }
-  int fails = problems(checks);
-  out += "\n" + std::to_string(fails) + (fails == 1 ? " problem, " : " problems, ") + std::to_string(warnings) +
-         (warnings == 1 ? " warning\n" : " warnings\n");
+  auto fails = static_cast<std::size_t>(problems(checks));
+  out += "\n" + count(fails, "problem") + ", " + count(warnings, "warning") + "\n";
   return out;
 }
 
@@ -73,7 +84,11 @@ std::string render_json(const std::vector<Check>& checks) {
   nlohmann::ordered_json report = {{"problems", problems(checks)}, {"checks", nlohmann::ordered_json::array()}};
   for (const auto& c : checks) {
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-    for (const auto& f : c.findings) findings.push_back({{"status", status_name(f.status)}, {"text", f.text}});
+    for (const auto& f : c.findings) {
+      nlohmann::ordered_json finding = {{"status", status_name(f.status)}, {"text", f.text}};
+      if (!f.details.empty()) finding["details"] = f.details;
+      findings.push_back(std::move(finding));
+    }
     report["checks"].push_back({{"name", c.name}, {"status", status_name(c.status())}, {"findings", findings}});
   }
   return report.dump(2) + "\n";
