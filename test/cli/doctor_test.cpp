@@ -9,21 +9,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "container.h"
-#include "tempdir.h"
+#include "doctor_host.h"
 
 namespace fs = std::filesystem;
 using namespace specshim::test;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kHybridMounts =
-    "25 1 0:22 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
-    "26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
-    "27 25 0:24 / /sys/fs/cgroup/memory rw,nosuid shared:9 - cgroup cgroup rw,memory\n"
-    "28 25 0:25 / /sys/fs/cgroup/devices rw,nosuid shared:10 - cgroup cgroup rw,devices\n";
-constexpr const char* kInitialUserns = "         0          0 4294967295\n";
 
 // Listener is a unix socket something listens on, like a live kubelet's.
 class Listener {
@@ -43,73 +35,6 @@ class Listener {
 
  private:
   int fd_ = -1;
-};
-
-// FakeHost is a host tree where every check can pass: cgroup v1 with the
-// devices controller, the initial user namespace, a containerd config whose
-// specshim runtime points (through a symlink) at the binary under test.
-struct FakeHost {
-  TempDir tmp;
-  fs::path root = tmp / "host";
-  fs::path config = tmp / "specshim.toml";
-
-  FakeHost() {
-    write_file(root / "proc/self/mountinfo", kHybridMounts);
-    write_file(root / "proc/self/uid_map", kInitialUserns);
-    fs::create_directories(root / "usr/local/bin");
-    fs::create_symlink(SPECSHIM_BINARY, root / "usr/local/bin/specshim");
-    write_file(root / "etc/containerd/config.toml", containerd_config("specshim", "/usr/local/bin/specshim"));
-    write_config("");
-  }
-  static std::string containerd_config(const std::string& runtime, const std::string& binary) {
-    return "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." + runtime +
-           "]\n  runtime_type = "
-           "\"io.containerd.runc.v2\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes." +
-           runtime + ".options]\n  BinaryName = \"" + binary + "\"\n";
-  }
-  void write_config(const std::string& extra) {
-    write_file(config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n" + extra);
-  }
-  ProcessResult doctor(std::vector<std::string> more = {}, std::map<std::string, std::string> env = {}) const {
-    std::vector<std::string> args = {SPECSHIM_BINARY, "doctor",      "--config",
-                                     config.string(), "--host-root", root.string()};
-    args.insert(args.end(), more.begin(), more.end());
-    return run_process(args, env, 10000);
-  }
-  json report(std::map<std::string, std::string> env = {}) const {
-    auto r = doctor({"--json"}, env);
-    INFO(r.out << r.err);
-    return json::parse(r.out);
-  }
-};
-
-// findings returns "status text" lines of one check of a JSON report.
-std::vector<std::string> findings(const json& report, const std::string& check) {
-  std::vector<std::string> out;
-  for (const auto& c : report["checks"])
-    if (c["name"] == check)
-      for (const auto& f : c["findings"])
-        out.push_back(f["status"].get<std::string>() + " " + f["text"].get<std::string>());
-  return out;
-}
-
-// HasFinding matches a JSON report with a finding in check whose status is
-// status and whose text contains text; a failure prints the whole report.
-class HasFinding : public Catch::MatcherBase<json> {
- public:
-  HasFinding(std::string check, std::string status, std::string text)
-      : check_(std::move(check)), status_(std::move(status)), text_(std::move(text)) {}
-  bool match(const json& report) const override {
-    for (const auto& f : findings(report, check_))
-      if (f.rfind(status_ + " ", 0) == 0 && f.find(text_) != std::string::npos) return true;
-    return false;
-  }
-  std::string describe() const override {
-    return "has a " + status_ + " finding in " + check_ + " containing \"" + text_ + "\"";
-  }
-
- private:
-  std::string check_, status_, text_;
 };
 
 }  // namespace
@@ -163,7 +88,8 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
       "capabilities = [\"CAP_IPC_LOCK\"]\n");
   json report = h.report();
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
-  REQUIRE_THAT(report, HasFinding("config", "info", "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin"));
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin"));
   REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
 
@@ -187,18 +113,79 @@ TEST_CASE("doctor: a missing or failing runtime is a problem") {
   REQUIRE_THAT(missing, HasFinding("runtime", "fail", "[runtime] path `/nonexistent/runc`: No such file or directory"));
 }
 
-TEST_CASE("doctor: each CDI spec file loads or shows its parse error with the line") {
+TEST_CASE("doctor: each CDI spec file, JSON or YAML, loads or shows its error with the line") {
   FakeHost h;
-  write_file(h.root / "etc/cdi/good.json",
-             R"({"cdiVersion":"0.6.0","kind":"example.com/accel","devices":[{"name":"0","containerEdits":{}}]})");
+  write_file(
+      h.root / "etc/cdi/good.json",
+      R"({"cdiVersion":"0.6.0","kind":"example.com/accel","devices":[{"name":"0","containerEdits":{"env":["A=1"]}}]})");
   write_file(h.root / "etc/cdi/broken.json", "{\n  \"cdiVersion\": \"0.6.0\",\n  \"kind\": ,\n}\n");
-  write_file(h.root / "var/run/cdi/nodevices.json", R"({"cdiVersion":"0.6.0","kind":"example.com/net"})");
+  write_file(h.root / "var/run/cdi/net.yaml",
+             "cdiVersion: \"0.6.0\"\nkind: example.com/net\ndevices:\n  - name: eth0\n    containerEdits:\n"
+             "      bogus: 1\n");
+  write_file(h.root / "var/run/cdi/good.yaml",
+             "cdiVersion: \"0.6.0\"\nkind: example.com/vfio\ndevices:\n  - name: \"1\"\n    containerEdits:\n"
+             "      env: [A=1]\n  - name: \"2\"\n    containerEdits:\n      env: [A=2]\n");
   write_file(h.root / "etc/cdi/README", "not a spec");
   json report = h.report();
-  REQUIRE_THAT(report, HasFinding("cdi", "ok", "etc/cdi/good.json: loaded"));
-  REQUIRE_THAT(report, HasFinding("cdi", "fail", "etc/cdi/broken.json: parse error at line 3"));
-  REQUIRE_THAT(report, HasFinding("cdi", "fail", "var/run/cdi/nodevices.json: `devices` is missing or empty"));
-  REQUIRE(findings(report, "cdi").size() == 3);
+  REQUIRE_THAT(report, HasFinding("cdi", "ok", "etc/cdi: 2 spec files"));
+  REQUIRE_THAT(report, HasFinding("cdi", "ok", "etc/cdi/good.json: loaded (`example.com/accel`"));
+  REQUIRE_THAT(report, HasFinding("cdi", "fail", "etc/cdi/broken.json: line 3: "));
+  REQUIRE_THAT(report,
+               HasFinding("cdi", "fail", "var/run/cdi/net.yaml: line 6: devices[0].containerEdits: unknown field"));
+  REQUIRE_THAT(report, HasFinding("cdi", "ok",
+                                  "var/run/cdi/good.yaml: loaded (`example.com/vfio`, cdiVersion 0.6.0, 2 devices)"));
+  REQUIRE_THAT(report, HasFinding("cdi", "info", "2 of 4 spec files loaded, 3 devices usable"));
+  json summary = finding(report, "cdi", "spec files loaded");
+  REQUIRE(summary["details"] == json::array({"example.com/accel=0", "example.com/vfio=1", "example.com/vfio=2"}));
+  REQUIRE(report["problems"] == 2);
+
+  auto text = h.doctor({"--verbose"});
+  INFO(text.out);
+  REQUIRE_THAT(text.out, Catch::Contains("3 devices usable\n" + std::string(22, ' ') + "example.com/accel=0\n"));
+  REQUIRE_THAT(h.doctor().out, !Catch::Contains("example.com/accel=0\n"));
+}
+
+TEST_CASE("doctor: a CDI device name defined by two spec files of one dir names both files") {
+  FakeHost h;
+  auto spec = [](const std::string& kind) {
+    return R"({"cdiVersion":"0.6.0","kind":")" + kind +
+           R"(","devices":[{"name":"0","containerEdits":{"env":["A=1"]}}]})";
+  };
+  write_file(h.root / "etc/cdi/a.json", spec("example.com/accel"));
+  write_file(h.root / "etc/cdi/b.json", spec("example.com/accel"));
+  write_file(h.root / "var/run/cdi/override.json", spec("example.com/accel"));  // a later dir wins: no conflict
+  write_file(h.root / "var/run/cdi/c.json", spec("example.com/other"));
+  write_file(h.root / "var/run/cdi/d.json", spec("example.com/other"));
+  json report = h.report();
+  std::string dir = (h.root / "var/run/cdi").string();
+  REQUIRE_THAT(report, HasFinding("cdi", "fail",
+                                  "device `example.com/other=0` is defined by more than one spec file (" + dir +
+                                      "/c.json, " + dir + "/d.json)"));
+  REQUIRE_THAT(report, !HasFinding("cdi", "fail", "example.com/accel=0"));
+  REQUIRE(finding(report, "cdi", "spec files loaded")["details"] == json::array({"example.com/accel=0"}));
+}
+
+TEST_CASE("doctor: CDI disabled says so, and configured spec dirs are the ones read") {
+  FakeHost h;
+  write_file(h.root / "etc/cdi/broken.json", "{");
+  h.write_config("[cdi]\nenabled = false\n");
+  json off = h.report();
+  REQUIRE(findings(off, "cdi") == std::vector<std::string>{"info disabled ([cdi] enabled = false)"});
+  h.write_config("[chain]\norder = [\"passwd\"]\n");
+  REQUIRE(findings(h.report(), "cdi") == std::vector<std::string>{"info disabled (not in [chain] order)"});
+
+  // A dir that cannot be read is a problem; one that does not exist is not.
+  write_file(h.root / "srv/not-a-dir", "");
+  write_file(h.root / "opt/cdi/x.yaml",
+             "cdiVersion: \"0.6.0\"\nkind: example.com/x\ndevices:\n  - name: a\n"
+             "    containerEdits:\n      env: [A=1]\n");
+  h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\", \"/srv/not-a-dir\", \"/srv/absent\"]\n");
+  json configured = h.report();
+  REQUIRE_THAT(configured, HasFinding("cdi", "ok", "opt/cdi: 1 spec file"));
+  REQUIRE_THAT(configured, HasFinding("cdi", "fail", "srv/not-a-dir`: Not a directory"));
+  REQUIRE_THAT(configured, HasFinding("cdi", "info", "srv/absent: absent"));
+  REQUIRE_THAT(configured, HasFinding("cdi", "info", "1 of 1 spec file loaded, 1 device usable"));
+  REQUIRE_THAT(configured, !HasFinding("cdi", "fail", "broken.json"));
 }
 
 TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryName") {
@@ -244,19 +231,32 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
   }
 }
 
-TEST_CASE("doctor: kubelet sockets, live and stale") {
+// The fake kubelet's answers are checked in test/component/doctor_kubelet_test.cpp.
+TEST_CASE("doctor: an absent kubelet is a problem only with the device-plugin modifier on") {
   FakeHost h;
-  REQUIRE_THAT(h.report(), HasFinding("kubelet", "warn", "pod-resources/kubelet.sock: absent"));
-  Listener pod_resources(h.root / "var/lib/kubelet/pod-resources/kubelet.sock");
-  Listener plugin(h.root / "var/lib/kubelet/device-plugins/vfio.sock");
-  Listener dead(h.root / "var/lib/kubelet/device-plugins/dead.sock");
-  Listener registration(h.root / "var/lib/kubelet/device-plugins/kubelet.sock");
+  json off = h.report();
+  REQUIRE_THAT(off, HasFinding("kubelet", "info", "device-plugin modifier off"));
+  REQUIRE_THAT(off, HasFinding("kubelet", "info", "var/lib/kubelet/pod-resources/kubelet.sock: absent"));
+  REQUIRE(off["problems"] == 0);
+  for (const auto& f : findings(off, "kubelet")) REQUIRE(f.rfind("info ", 0) == 0);
+
+  h.write_config("[device-plugin]\nenabled = true\n");
+  auto r = h.doctor({"--json"});
+  json on = json::parse(r.out);
+  REQUIRE_THAT(
+      on, HasFinding("kubelet", "fail", (h.root / "var/lib/kubelet/pod-resources/kubelet.sock").string() + ": absent"));
+  REQUIRE_THAT(on, HasFinding("kubelet", "fail", (h.root / "var/lib/kubelet/device-plugins").string() + ": absent"));
+  REQUIRE(r.exit_code == 1);
+}
+
+TEST_CASE("doctor: a stale PodResources socket under the configured kubelet root is named") {
+  FakeHost h;
+  Listener dead(h.root / "srv/kubelet/pod-resources/kubelet.sock");
   dead.stale();
-  json report = h.report();
-  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "pod-resources/kubelet.sock: reachable"));
-  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "device-plugins/vfio.sock: reachable"));
-  REQUIRE_THAT(report, HasFinding("kubelet", "warn", "device-plugins/dead.sock: Connection refused"));
-  for (const auto& f : findings(report, "kubelet")) REQUIRE(f.find("device-plugins/kubelet.sock") == std::string::npos);
+  h.write_config("[device-plugin]\nkubelet-root = \"/srv/kubelet\"\n");
+  REQUIRE_THAT(h.report(), HasFinding("kubelet", "info", "srv/kubelet/pod-resources/kubelet.sock: Connection refused"));
+  h.write_config("[device-plugin]\nenabled = true\nkubelet-root = \"/srv/kubelet\"\n");
+  REQUIRE_THAT(h.report(), HasFinding("kubelet", "fail", "srv/kubelet/pod-resources/kubelet.sock: Connection refused"));
 }
 
 TEST_CASE("doctor: kernel cgroup layouts") {

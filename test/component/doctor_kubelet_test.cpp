@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim doctor's kubelet check: the real binary, through the real
+// specshim-kubelet helper, against the in-process fake kubelet and device
+// plugins under a fake host root.
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "doctor_host.h"
+#include "fake_kubelet.h"
+#include "specshim/kubelet/client.h"
+
+namespace fs = std::filesystem;
+using namespace specshim;
+using namespace specshim::test;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// KubeletHost is a fake host with a fake kubelet at /var/lib/kubelet.
+struct KubeletHost : FakeHost {
+  fs::path kubelet_root = root / "var/lib/kubelet";
+  FakeKubelet kubelet{kubelet_root};
+
+  fs::path plugin(const std::string& name) const { return kubelet::device_plugin_dir(kubelet_root) / name; }
+  ProcessResult run(const std::string& device_plugin_table) {
+    write_config("[device-plugin]\n" + device_plugin_table);
+    return doctor({"--json"}, {{"SPECSHIM_KUBELET_HELPER", SPECSHIM_KUBELET_HELPER_BIN}});
+  }
+};
+
+json parsed(const ProcessResult& r) {
+  INFO(r.out << r.err);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("doctor: a kubelet with two plugins is reported with resources, device counts and the checkpoint") {
+  KubeletHost h;
+  h.kubelet.set_allocatable({{"nvidia.com/gpu", {"GPU-a", "GPU-b"}}, {"example.com/vfio", {"v0"}}});
+  FakeDevicePlugin gpu(h.plugin("nvidia.sock"), {"GPU-a", "GPU-b"});
+  FakeDevicePlugin vfio(h.plugin("vfio.sock"), {"v0"});
+  write_checkpoint(h.kubelet_root, {{"uid-1", "main", "nvidia.com/gpu", {{"0", {"GPU-a"}}}, std::nullopt}},
+                   {{"nvidia.com/gpu", {"GPU-a", "GPU-b"}}, {"example.com/vfio", {"v0"}}}, CheckpointLayout::numa);
+  auto r = h.run("enabled = true\n");
+  json report = parsed(r);
+  REQUIRE_THAT(report, HasFinding("kubelet", "info", "helper " + std::string(SPECSHIM_KUBELET_HELPER_BIN)));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok",
+                                  "pod-resources/kubelet.sock: GetAllocatableResources: 2 resources, 3 devices"));
+  REQUIRE(finding(report, "kubelet", "allocatable `nvidia.com/gpu`: 2 devices")["details"] ==
+          json::array({"GPU-a", "GPU-b"}));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "pod-resources/kubelet.sock: PodResources Get answers"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", h.plugin("nvidia.sock").string() + ": `nvidia.com/gpu`, 2 devices"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", h.plugin("vfio.sock").string() + ": `example.com/vfio`, 1 device"));
+  REQUIRE_THAT(report,
+               HasFinding("kubelet", "ok", "kubelet_internal_checkpoint: 1 allocation, 2 registered resources"));
+  REQUIRE(report["problems"] == 0);
+  REQUIRE(r.exit_code == 0);
+  CHECK(h.kubelet.calls("GetAllocatableResources") == 1);
+  CHECK(h.kubelet.calls("Get") == 1);
+  CHECK(gpu.calls("ListAndWatch") == 1);
+  CHECK(gpu.calls("Allocate") == 0);
+}
+
+TEST_CASE("doctor: a kubelet with Get disabled is reported as creates would use it, through List") {
+  KubeletHost h;
+  h.kubelet.disable_get();
+  json report = parsed(h.run("enabled = true\n"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", "PodResources Get is disabled here: creates use List"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "info", "device-plugins/kubelet_internal_checkpoint: absent"));
+  CHECK(h.kubelet.calls("List") == 1);
+}
+
+TEST_CASE("doctor: a plugin that hangs is cut at budget-ms, failing plugins and checkpoints are named") {
+  KubeletHost h;
+  FakeDevicePlugin slow(h.plugin("slow.sock"), {"s0"});
+  slow.delay(60s);
+  FakeDevicePlugin broken(h.plugin("broken.sock"), {"b0"});
+  broken.fail(Code::internal, "driver not loaded");
+  write_file(kubelet::checkpoint_file(h.kubelet_root), "{\"Data\": ");
+
+  auto started = std::chrono::steady_clock::now();
+  auto r = h.run("enabled = true\nbudget-ms = 300\n");
+  auto took = std::chrono::steady_clock::now() - started;
+  json on = parsed(r);
+  std::string slow_call = "call ListAndWatch on `" + h.plugin("slow.sock").string() + "`";
+  REQUIRE_THAT(on, HasFinding("kubelet", "fail", slow_call + ": no answer within the budget of 300 ms"));
+  REQUIRE_THAT(on, HasFinding("kubelet", "fail", h.plugin("broken.sock").string() + "`: INTERNAL: driver not loaded"));
+  REQUIRE_THAT(on, HasFinding("kubelet", "fail", kubelet::checkpoint_file(h.kubelet_root).string()));
+  REQUIRE(r.exit_code == 1);
+  CHECK(took < 5s);  // every call bounded: 300 ms each, far below the plugin's 60 s
+
+  // With the modifier off the same findings are notes.
+  json off = parsed(h.run("budget-ms = 300\n"));
+  REQUIRE_THAT(off, HasFinding("kubelet", "info", slow_call));
+  REQUIRE_THAT(off, HasFinding("kubelet", "info", "driver not loaded"));
+  REQUIRE(off["problems"] == 0);
+}
