@@ -45,6 +45,7 @@ struct Call {
   std::string name;
   fs::path socket;
   const Budget& budget;
+  std::shared_ptr<grpc::Channel> channel;
 
   std::string what() const { return on_socket(name, socket.string()); }
 
@@ -70,8 +71,7 @@ struct Call {
       case grpc::StatusCode::CANCELLED:
         throw Unavailable(msg);
       case grpc::StatusCode::DEADLINE_EXCEEDED:
-        throw DeadlineExceeded(what() + ": no answer within the budget of " + std::to_string(budget.total().count()) +
-                               " ms");
+        throw DeadlineExceeded(what() + ": " + unanswered());
       case grpc::StatusCode::NOT_FOUND:
         throw NotFound(msg);
       case grpc::StatusCode::RESOURCE_EXHAUSTED:
@@ -79,6 +79,16 @@ struct Call {
       default:
         throw Error(msg);
     }
+  }
+
+  // unanswered describes a deadline. It tells a server that never completed
+  // the HTTP/2 handshake (hung before accept, or accepting and never
+  // speaking) from one that got the call and was slow: gRPC calls a channel
+  // ready only once the server's SETTINGS arrived.
+  std::string unanswered() const {
+    std::string within = " within the budget of " + std::to_string(budget.total().count()) + " ms";
+    if (channel && channel->GetState(false) == GRPC_CHANNEL_READY) return "no answer" + within;
+    return "no connection" + within + " (the server accepted nothing or never answered the HTTP/2 handshake)";
   }
 
   // unary runs fn(ctx) once, or twice when the kubelet's rate limit
@@ -160,12 +170,12 @@ class GrpcClient final : public ClientBase {
     fs::path socket = pod_resources_socket(options().kubelet_root);
     std::string pod = "pod `" + ns + "/" + name + "`";
     if (!get_disabled_) {
-      Call call{"Get", socket, budget};
+      Call call{"Get", socket, budget, channel(socket)};
       v1::GetPodResourcesRequest req;
       req.set_pod_namespace(ns);
       req.set_pod_name(name);
       v1::GetPodResourcesResponse resp;
-      auto stub = v1::PodResourcesLister::NewStub(channel(socket));
+      auto stub = v1::PodResourcesLister::NewStub(call.channel);
       grpc::Status s = call.unary([&](grpc::ClientContext& ctx) { return stub->Get(&ctx, req, &resp); }, true);
       if (s.ok()) return from_proto(resp.pod_resources());
       if (!get_disabled(s)) {
@@ -176,9 +186,9 @@ class GrpcClient final : public ClientBase {
       }
       get_disabled_ = true;  // Get is gated off on 1.27-1.33: use List from now on
     }
-    Call call{"List", socket, budget};
+    Call call{"List", socket, budget, channel(socket)};
     v1::ListPodResourcesResponse resp;
-    auto stub = v1::PodResourcesLister::NewStub(channel(socket));
+    auto stub = v1::PodResourcesLister::NewStub(call.channel);
     grpc::Status s = call.unary(
         [&](grpc::ClientContext& ctx) { return stub->List(&ctx, v1::ListPodResourcesRequest(), &resp); }, true);
     if (!s.ok()) call.fail(s);
@@ -190,9 +200,9 @@ class GrpcClient final : public ClientBase {
 
   ResourceDevices allocatable(const Budget& budget) override {
     fs::path socket = pod_resources_socket(options().kubelet_root);
-    Call call{"GetAllocatableResources", socket, budget};
+    Call call{"GetAllocatableResources", socket, budget, channel(socket)};
     v1::AllocatableResourcesResponse resp;
-    auto stub = v1::PodResourcesLister::NewStub(channel(socket));
+    auto stub = v1::PodResourcesLister::NewStub(call.channel);
     grpc::Status s = call.unary(
         [&](grpc::ClientContext& ctx) {
           return stub->GetAllocatableResources(&ctx, v1::AllocatableResourcesRequest(), &resp);
@@ -203,9 +213,9 @@ class GrpcClient final : public ClientBase {
   }
 
   PluginOptions plugin_options(const fs::path& socket, const Budget& budget) override {
-    Call call{"GetDevicePluginOptions", socket, budget};
+    Call call{"GetDevicePluginOptions", socket, budget, channel(socket)};
     v1beta1::DevicePluginOptions resp;
-    auto stub = v1beta1::DevicePlugin::NewStub(channel(socket));
+    auto stub = v1beta1::DevicePlugin::NewStub(call.channel);
     grpc::Status s = call.unary(
         [&](grpc::ClientContext& ctx) { return stub->GetDevicePluginOptions(&ctx, v1beta1::Empty(), &resp); }, false);
     if (!s.ok()) call.fail(s);
@@ -214,12 +224,12 @@ class GrpcClient final : public ClientBase {
 
   AllocateResponse allocate(const fs::path& socket, const std::string& resource, const std::vector<std::string>& ids,
                             const Budget& budget) override {
-    Call call{"Allocate", socket, budget};
+    Call call{"Allocate", socket, budget, channel(socket)};
     v1beta1::AllocateRequest req;
     auto* creq = req.add_container_requests();
     for (const auto& id : ids) creq->add_devices_ids(id);
     v1beta1::AllocateResponse resp;
-    auto stub = v1beta1::DevicePlugin::NewStub(channel(socket));
+    auto stub = v1beta1::DevicePlugin::NewStub(call.channel);
     grpc::Status s = call.unary([&](grpc::ClientContext& ctx) { return stub->Allocate(&ctx, req, &resp); }, false);
     if (!s.ok()) call.fail(s);
     // Like the kubelet: one request in, exactly one container response out.
@@ -248,10 +258,10 @@ class GrpcClient final : public ClientBase {
   // list) and hangs up; errors are reported in the result, not thrown.
   PluginInfo first_device_list(const fs::path& socket, const Budget& budget) {
     PluginInfo info{socket, {}, {}, {}};
-    Call call{"ListAndWatch", socket, budget};
+    Call call{"ListAndWatch", socket, budget, channel(socket)};
     try {
       call.preflight();
-      auto stub = v1beta1::DevicePlugin::NewStub(channel(socket));
+      auto stub = v1beta1::DevicePlugin::NewStub(call.channel);
       grpc::ClientContext ctx;
       call.deadline(ctx);
       auto reader = stub->ListAndWatch(&ctx, v1beta1::Empty());
