@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "fake_kubelet.h"
+#include "raw_socket_server.h"
 #include "specshim/chain.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
@@ -414,6 +415,33 @@ TEST_CASE("plugin down: fail names pod, container, resource, socket and cause; s
   CHECK(same.json() == before);
   CHECK_THAT(logs.all(), Contains("skipped (on-error = skip): resolve `example.com/gpu` GPU-1") &&
                              Contains("does not exist (is the plugin running?)"));
+}
+
+TEST_CASE("a plugin that accepts and never answers, through the shim's helper: the policy decides, in bounded time") {
+  Node node;
+  node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"example.com/gpu", {"GPU-1"}}}}});
+  test::RawSocketServer hung(node.socket("hung.sock"), test::RawMode::silent);
+  std::string policy = GENERATE(as<std::string>{}, "fail", "skip");
+  std::string opts = "socket = \"hung.sock\"\nallocate = true\non-error = \"" + policy + "\"\n";
+  Run run(node.modifier(node.config(resource("example.com/gpu", "[\"direct\"]", opts), "budget-ms = 300\n"),
+                        [&] { return kubelet::make_helper_client({node.root}, SPECSHIM_KUBELET_HELPER_BIN); }));
+  Spec spec = spec_with(sibling({{"example.com/gpu", R"(["GPU-1"])"}}));
+  Json before = spec.json();
+  std::string socket = hung.socket().string();
+  std::string what = "resolve `example.com/gpu` GPU-1 for container `ctr-1` of pod `ns/pod` (socket " + socket +
+                     "): call Allocate on `" + socket + "`: ";
+  auto cause = Contains("within the budget of 300 ms");
+  Logs logs;
+  auto elapsed = timed([&] {
+    if (policy == "fail") {
+      CHECK_THAT(failure([&] { run(spec); }), Contains("device-plugin: " + what) && cause);
+    } else {
+      CHECK(run(spec).passes == 1);
+      CHECK(spec.json() == before);
+      CHECK_THAT(logs.all(), Contains("device-plugin: skipped (on-error = skip): " + what) && cause);
+    }
+  });
+  CHECK(elapsed < 300ms + kMargin);
 }
 
 TEST_CASE("a failed PodResources answer is not asked again in later passes") {
