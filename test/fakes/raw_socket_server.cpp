@@ -79,6 +79,44 @@ std::vector<int> fill_backlog(const sockaddr_un& addr) {
   }
 }
 
+// Mid-stream: parse the client's frames; ack its SETTINGS so the start
+// looks valid, and report true at the first request's HEADERS.
+bool request_arrived(Connection& c) {
+  if (!c.preface_read) {
+    if (c.in.size() < kClientPreface.size()) return false;
+    c.in.erase(0, kClientPreface.size());
+    c.preface_read = true;
+  }
+  while (c.in.size() >= kFrameHeaderBytes) {
+    auto byte = [&](std::size_t i) { return static_cast<unsigned char>(c.in[i]); };
+    std::size_t length = (std::size_t{byte(0)} << 16) | (std::size_t{byte(1)} << 8) | byte(2);
+    if (c.in.size() < kFrameHeaderBytes + length) return false;
+    unsigned char type = byte(3), flags = byte(4);
+    if (type == kHeadersFrame) return true;
+    if (type == kSettingsFrame && !(flags & kAckFlag)) send_all(c.fd, empty_frame(kSettingsFrame, kAckFlag));
+    c.in.erase(0, kFrameHeaderBytes + length);
+  }
+  return false;
+}
+
+// read_from handles what one connection sent, in mode; false when the
+// connection is to be closed (the client hung up, or close_mid_stream saw
+// the request, counted in requests first).
+bool read_from(Connection& c, RawMode mode, std::atomic<int>& requests) {
+  char buf[4096];
+  ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return false;
+  if (mode == RawMode::garbage) {
+    if (!c.answered) send_all(c.fd, kHttp1Reply), c.answered = true;
+    return true;  // the rest is read and dropped, so the client never blocks writing
+  }
+  c.in.append(buf, static_cast<std::size_t>(n));
+  if (!request_arrived(c)) return true;
+  requests.fetch_add(1);
+  return false;
+}
+
 }  // namespace
 
 std::string_view to_string(RawMode mode) {
@@ -129,30 +167,6 @@ RawSocketServer::~RawSocketServer() {
   fs::remove(socket_, ec);
 }
 
-namespace {
-
-// Mid-stream: parse the client's frames; ack its SETTINGS so the start
-// looks valid, and report true at the first request's HEADERS.
-bool request_arrived(Connection& c) {
-  if (!c.preface_read) {
-    if (c.in.size() < kClientPreface.size()) return false;
-    c.in.erase(0, kClientPreface.size());
-    c.preface_read = true;
-  }
-  while (c.in.size() >= kFrameHeaderBytes) {
-    auto byte = [&](std::size_t i) { return static_cast<unsigned char>(c.in[i]); };
-    std::size_t length = (std::size_t{byte(0)} << 16) | (std::size_t{byte(1)} << 8) | byte(2);
-    if (c.in.size() < kFrameHeaderBytes + length) return false;
-    unsigned char type = byte(3), flags = byte(4);
-    if (type == kHeadersFrame) return true;
-    if (type == kSettingsFrame && !(flags & kAckFlag)) send_all(c.fd, empty_frame(kSettingsFrame, kAckFlag));
-    c.in.erase(0, kFrameHeaderBytes + length);
-  }
-  return false;
-}
-
-}  // namespace
-
 void RawSocketServer::serve() {
   std::vector<Connection> conns;
   // Silent connections are held, never polled: nothing is read from them.
@@ -170,29 +184,14 @@ void RawSocketServer::serve() {
     }
     if (fds[0].revents) break;
 
-    // Connections first (their indexes match fds), then new ones.
+    // Connections first (their indexes match fds), then a new one.
     std::vector<Connection> kept;
     for (std::size_t i = 0; i < conns.size(); ++i) {
-      Connection& c = conns[i];
-      bool open = true;
-      if (reads && fds[first_conn + i].revents) {
-        char buf[4096];
-        ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) open = false;
-        if (n > 0) c.in.append(buf, static_cast<std::size_t>(n));
-        if (open && mode_ == RawMode::garbage) {
-          c.in.clear();  // read and dropped, so the client never blocks writing
-          if (!c.answered) send_all(c.fd, kHttp1Reply), c.answered = true;
-        }
-        if (open && mode_ == RawMode::close_mid_stream && request_arrived(c)) {
-          requests_.fetch_add(1);
-          open = false;
-        }
-      }
+      bool open = !reads || !fds[first_conn + i].revents || read_from(conns[i], mode_, requests_);
       if (open)
-        kept.push_back(std::move(c));
+        kept.push_back(std::move(conns[i]));
       else
-        ::close(c.fd);
+        ::close(conns[i].fd);
     }
     conns = std::move(kept);
 
