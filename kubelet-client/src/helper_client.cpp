@@ -35,7 +35,10 @@ namespace {
 
 // The helper's own gRPC deadline fires at the budget's end and it answers at
 // once; this much more is allowed before it is presumed stuck and killed.
-constexpr std::chrono::milliseconds kGrace{50};
+// Generous on purpose: on a loaded node the answer can be scheduled late, and
+// killing the helper then throws away a good answer (discovery would lose a
+// plugin that did reply).
+constexpr std::chrono::milliseconds kGrace{200};
 
 std::string errno_text(int err) {
   return std::strerror(err);
