@@ -50,7 +50,7 @@ hyperfine_case() {
     --export-json "$work/$name.json" "$@" >"$work/$name.out" 2>&1 ||
     { echo "bench: case $name failed:" >&2; tail -5 "$work/$name.out" >&2
       cat "$work"/*/log.json 2>/dev/null | grep -h error | tail -2 >&2; exit 1; }
-  jq -r --arg n "$name" '.results[0] | "\($n)\t\(.median*1000)\t\(.stddev*1000)"' "$work/$name.json" >>"$work/results.tsv"
+  jq -r --arg n "$name" '.results[0] | "\($n)\t\(.median*1000)\t\(.stddev*1000)\t\(.min*1000)"' "$work/$name.json" >>"$work/results.tsv"
 }
 bench() { hyperfine_case "$1" "$2" "$runs" 20 "" "${@:3}"; }                 # name config command...
 bench_prepared() { hyperfine_case "$1" "$2" "$runs" 20 "$3" "${@:4}"; }     # name config prepare command...
@@ -85,6 +85,7 @@ for c in "${extra_rss[@]}"; do eval "$c"; done
 med() { awk -F'\t' -v n="$1" '$1==n {printf "%.3f", $2}' "$work/results.tsv"; }
 sd() { awk -F'\t' -v n="$1" '$1==n {printf "%.3f", $3}' "$work/results.tsv"; }
 over() { awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN {printf "%+.3f", a-b}'; }
+min_over() { awk -F'\t' -v a="$1" -v b="$2" '$1==a {x=$4} $1==b {y=$4} END {printf "%+.3f", x-y}' "$work/results.tsv"; }
 ratio() { awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN {printf "%.2f", a/b}'; }
 row() { printf '| %s | %s | %s | %s ms | %s× |\n' "$1" "$(med "$2")" "$(sd "$2")" "$(over "$2" "$3")" "$(ratio "$2" "$3")"; }
 
@@ -111,9 +112,10 @@ row() { printf '| %s | %s | %s | %s ms | %s× |\n' "$1" "$(med "$2")" "$(sd "$2"
   row "runc state (plain runc)" runc-state runc-state
   row "specshim → runc state" shim-runc-state runc-state
   echo
-  echo "specshim's own cost, beyond the one extra execve every wrapper pays (row 2): passthrough" \
-    "$(over passthrough wrapper) ms, create with nothing to change $(over create-nochange wrapper) ms, create adding a" \
-    "passwd entry $(over create-passwd wrapper) ms."
+  echo "specshim's own cost, beyond the one extra execve every wrapper pays (row 2), from the fastest of the $runs"
+  echo "runs (the least noisy estimate of fixed work; medians of neighbouring rows swing by ±0.3 ms here):"
+  echo "passthrough $(min_over passthrough wrapper) ms, create with nothing to change $(min_over create-nochange wrapper) ms,"
+  echo "create adding a passwd entry $(min_over create-passwd wrapper) ms."
   echo
   echo "Peak RSS of one run (GNU time \`%M\`, KiB):"
   echo
