@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <vector>
 
 #include "specshim/error.h"
 #include "specshim/fs.h"
@@ -15,40 +16,106 @@ namespace {
 
 constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
-const toml::table& tbl(const void* p) { return *static_cast<const toml::table*>(p); }
+const toml::table& tbl(const void* p) {
+  return *static_cast<const toml::table*>(p);
+}
+
+// skip_string moves i from a string's opening quote to its last closing
+// quote, counting the newlines of multi-line strings into line.
+void skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
+  const char q = t[i];
+  const std::string triple(3, q);
+  bool multi = t.substr(i, 3) == triple;
+  for (i += multi ? 3 : 1; i < t.size(); ++i) {
+    if (t[i] == '\n') {
+      if (!multi) break;
+      ++line;
+    }
+    if (q == '"' && t[i] == '\\') {
+      if (++i < t.size() && t[i] == '\n') ++line;
+      continue;
+    }
+    if (t[i] == q && (!multi || t.substr(i, 3) == triple)) break;
+  }
+  if (multi && i < t.size()) {
+    i += 2;
+    while (i + 1 < t.size() && t[i + 1] == q) ++i;  // up to two quotes may end the string's content
+  }
+}
 
 // first_bare_non_ascii returns the 1-based line of the first byte >= 0x80
-// outside strings and comments, or 0. Such text is never valid TOML (bare keys
-// are ASCII), and toml++ 3.3 reaches __builtin_unreachable() on some of it
-// (its non-ASCII whitespace table), so it is rejected before toml++ sees it.
+// that toml++ would read outside a string or comment, or 0. Such text is
+// never valid TOML (bare keys and values are ASCII), and toml++ 3.3 reaches
+// __builtin_unreachable() on some of it (its non-ASCII whitespace table), so
+// it is rejected before toml++ sees it. The scan follows toml++'s tokens: a
+// quote opens a string only where a key or value starts, not inside a bare
+// value, which runs to whitespace, ',', ']', '}' or '#' (`x = 0['é'` is one
+// bare value to toml++), nor inside a bare key, which runs to whitespace, '.',
+// '=' or ']'. Where the two could disagree the scan treats text as bare, so
+// it may refuse an odd but valid file; it never lets bare non-ASCII through.
 std::size_t first_bare_non_ascii(std::string_view t) {
   std::size_t line = 1;
+  std::vector<char> nest;  // open arrays '[' and inline tables '{'
+  bool key = true;         // the next token is a key, not a value
+  bool header = false;     // inside a [table] or [[table]] header
+  bool bare = false;       // inside a bare key or value
+  bool bare_key = false;   // ... which is a key
   for (std::size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
+    unsigned char c = static_cast<unsigned char>(t[i]);
     if (c == '\n') {
       ++line;
-    } else if (c == '#') {
+      bare = header = false;
+      key = nest.empty() || nest.back() == '{';
+      continue;
+    }
+    if (c == '#') {
       while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
-    } else if (c == '"' || c == '\'') {
-      const std::string triple(3, c);
-      bool multi = t.substr(i, 3) == triple;
-      for (i += multi ? 3 : 1; i < t.size(); ++i) {
-        if (t[i] == '\n') {
-          if (!multi) break;
-          ++line;
-        }
-        if (c == '"' && t[i] == '\\') {
-          if (++i < t.size() && t[i] == '\n') ++line;
-          continue;
-        }
-        if (t[i] == c && (!multi || t.substr(i, 3) == triple)) break;
+      bare = false;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      bare = false;
+      continue;
+    }
+    if (bare) {
+      bool ends = bare_key ? (c == '.' || c == '=' || c == ']') : (c == ',' || c == ']' || c == '}');
+      if (!ends) {
+        if (c >= 0x80) return line;
+        continue;
       }
-      if (multi && i < t.size()) {
-        i += 2;
-        while (i + 1 < t.size() && t[i + 1] == c) ++i;  // up to two quotes may end the string's content
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
-      return line;
+      bare = false;
+    }
+    switch (c) {
+      case '"':
+      case '\'':
+        skip_string(t, i, line);
+        break;
+      case '=':
+        key = false;
+        break;
+      case ',':
+        key = !nest.empty() && nest.back() == '{';
+        break;
+      case '{':
+        nest.push_back('{');
+        key = true;
+        break;
+      case '[':
+        if (key && nest.empty())
+          header = true;
+        else
+          nest.push_back('['), key = false;
+        break;
+      case '}':
+      case ']':
+        if (!header && !nest.empty()) nest.pop_back();
+        break;
+      case '.':
+        break;
+      default:
+        if (c >= 0x80) return line;
+        bare = true;
+        bare_key = key;
     }
   }
   return 0;
@@ -81,13 +148,20 @@ Kind Section::kind(std::string_view key) const {
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return Kind::none;
   switch (n->type()) {
-    case toml::node_type::string: return Kind::string;
-    case toml::node_type::integer: return Kind::integer;
-    case toml::node_type::floating_point: return Kind::floating;
-    case toml::node_type::boolean: return Kind::boolean;
-    case toml::node_type::array: return Kind::array;
-    case toml::node_type::table: return Kind::table;
-    default: return Kind::other;
+    case toml::node_type::string:
+      return Kind::string;
+    case toml::node_type::integer:
+      return Kind::integer;
+    case toml::node_type::floating_point:
+      return Kind::floating;
+    case toml::node_type::boolean:
+      return Kind::boolean;
+    case toml::node_type::array:
+      return Kind::array;
+    case toml::node_type::table:
+      return Kind::table;
+    default:
+      return Kind::other;
   }
 }
 
@@ -126,8 +200,7 @@ std::optional<std::int64_t> Section::integer(std::string_view key, std::int64_t 
   mark(key);
   if (!n->is_integer()) fail(key, "must be an integer");
   auto v = *n->value<std::int64_t>();
-  if (v < min || v > max)
-    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  if (v < min || v > max) fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
   return v;
 }
 
@@ -145,8 +218,7 @@ std::optional<std::vector<std::string>> Section::strings(std::string_view key) {
   return out;
 }
 
-std::optional<std::vector<std::int64_t>> Section::integers(std::string_view key, std::int64_t min,
-                                                           std::int64_t max) {
+std::optional<std::vector<std::int64_t>> Section::integers(std::string_view key, std::int64_t min, std::int64_t max) {
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n) return std::nullopt;
   mark(key);
@@ -156,8 +228,7 @@ std::optional<std::vector<std::int64_t>> Section::integers(std::string_view key,
   for (auto& e : *arr) {
     if (!e.is_integer()) fail(key, "must be an array of integers");
     auto v = *e.value<std::int64_t>();
-    if (v < min || v > max)
-      fail(key, "values must be between " + std::to_string(min) + " and " + std::to_string(max));
+    if (v < min || v > max) fail(key, "values must be between " + std::to_string(min) + " and " + std::to_string(max));
     out.push_back(v);
   }
   return out;
@@ -250,7 +321,9 @@ Document Document::load(const std::filesystem::path& file) {
   return parse(fs::read_regular_file(file, kMaxConfigBytes), file.string());
 }
 
-Section Document::root() const { return Section(table_, table_.get(), file_, ""); }
+Section Document::root() const {
+  return Section(table_, table_.get(), file_, "");
+}
 
 std::filesystem::path path_from_env() {
   const char* env = std::getenv("SPECSHIM_CONFIG");

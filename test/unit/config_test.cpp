@@ -22,14 +22,16 @@ TEST_CASE("config wrong types and ranges name file, key and line") {
   auto doc = config::Document::parse("[chain]\nmax-passes = \"8\"\n", "c.toml");
   auto root = doc.root();
   auto chain = root.section("chain");
-  REQUIRE_THROWS_WITH(chain.integer("max-passes", 1, 64), "config `c.toml`: line 2: `chain.max-passes`: must be an integer");
+  REQUIRE_THROWS_WITH(chain.integer("max-passes", 1, 64),
+                      "config `c.toml`: line 2: `chain.max-passes`: must be an integer");
   auto doc2 = config::Document::parse("[chain]\nmax-passes = 0\n", "c.toml");
   auto root2 = doc2.root();
   REQUIRE_THROWS_WITH(build_chain(root2), Catch::Contains("`chain.max-passes`: must be between 1 and 64"));
 }
 
 TEST_CASE("config syntax errors carry the line") {
-  REQUIRE_THROWS_WITH(config::Document::parse("a = 1\nb = = 2\n", "bad.toml"), Catch::StartsWith("config `bad.toml`: line 2: "));
+  REQUIRE_THROWS_WITH(config::Document::parse("a = 1\nb = = 2\n", "bad.toml"),
+                      Catch::StartsWith("config `bad.toml`: line 2: "));
 }
 
 TEST_CASE("config missing file is the defaults") {
@@ -60,12 +62,23 @@ TEST_CASE("config non-ASCII outside strings is refused before the TOML parser se
   REQUIRE_THROWS_WITH(config::Document::parse("h\xef\xbb\xb7osgd]\n", "f.toml"),
                       "config `f.toml`: line 1: non-ASCII character outside a string or comment");
   REQUIRE_THROWS_WITH(config::Document::parse("a = 1\n\xc3\xa9 = 2\n", "f.toml"), Catch::Contains("line 2: non-ASCII"));
-  // Inside strings and comments it is fine.
+  // A quote inside a bare value does not open a string: toml++ scans `0['...'` as one bare value
+  // (found by fuzz:config, U+047A).
+  REQUIRE_THROWS_WITH(config::Document::parse("cis =0['\xd1\xba'\n", "f.toml"), Catch::Contains("line 1: non-ASCII"));
+  REQUIRE_THROWS_WITH(config::Document::parse("x = 0=\"\xc3\xa9\"\n", "f.toml"), Catch::Contains("line 1: non-ASCII"));
+  REQUIRE_THROWS_WITH(config::Document::parse("x = [\n  1.'\xc3\xa9'\n]\n", "f.toml"),
+                      Catch::Contains("line 2: non-ASCII"));
+  // Inside strings and comments it is fine, also where a key ends at '=' or '.' without a space.
   auto doc = config::Document::parse(
-      "# caf\xc3\xa9\na = \"\xc3\xa9\\\"\"\nb = '\xc3\xa9'\nc = \"\"\"x\n\xc3\xa9\"\"\"\nd = '''\xc3\xa9'''\n", "f.toml");
+      "# caf\xc3\xa9\na = \"\xc3\xa9\\\"\"\nb = '\xc3\xa9'\nc = \"\"\"x\n\xc3\xa9\"\"\"\nd = '''\xc3\xa9'''\n",
+      "f.toml");
   auto root = doc.root();
   REQUIRE(root.string("a") == "\xc3\xa9\"");
   REQUIRE(root.string("b") == "\xc3\xa9");
   REQUIRE(root.string("c") == "x\n\xc3\xa9");
   REQUIRE(root.string("d") == "\xc3\xa9");
+  auto tight = config::Document::parse(
+      "a=\"\xc3\xa9\"\nb = [\"x\",'\xc3\xa9']\nc = {k='\xc3\xa9'}#\xc3\xa9\n[t.\"\xc3\xa9\"]\nv = 1\n", "f.toml");
+  auto r2 = tight.root();
+  REQUIRE(r2.string("a") == "\xc3\xa9");
 }
