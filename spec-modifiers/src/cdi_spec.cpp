@@ -519,7 +519,39 @@ std::pair<std::string, std::string> minimum_version(const SpecFile& s) {
   return {"0.3.0", ""};
 }
 
+namespace {
+
+// first_invalid_utf8_line returns the 1-based line of the first byte that is
+// not part of well-formed UTF-8 (overlongs, surrogates and code points past
+// U+10FFFF included), or 0. Upstream's YAML reader refuses such a file;
+// yaml-cpp would pass the bytes on into config.json, which must be UTF-8.
+std::size_t first_invalid_utf8_line(std::string_view t) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    auto b = static_cast<unsigned char>(t[i]);
+    if (b == '\n') ++line;
+    if (b < 0x80) continue;
+    std::size_t n = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
+    if (n == 0) return line;
+    unsigned lo = 0x80, hi = 0xBF;  // the second byte's range, narrowed for overlongs and surrogates
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= t.size()) return line;
+      auto c = static_cast<unsigned char>(t[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return line;
+    }
+    i += n;
+  }
+  return 0;
+}
+
+}  // namespace
+
 SpecFile parse_spec(std::string_view text, const std::string& path) {
+  if (auto line = first_invalid_utf8_line(text)) throw Error("line " + std::to_string(line) + ": not valid UTF-8");
   SpecFile s = decode_spec(read_document(text));
   s.path = path;
   validate_spec(s);

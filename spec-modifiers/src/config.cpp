@@ -21,8 +21,12 @@ const toml::table& tbl(const void* p) {
 }
 
 // skip_string moves i from a string's opening quote to its last closing
-// quote, counting the newlines of multi-line strings into line.
-void skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
+// quote, counting the newlines of multi-line strings into line. It returns
+// false when toml++ would test non-ASCII for whitespace inside the string:
+// after a backslash in a multi-line basic string, toml++ skips whitespace and
+// newlines (a line-ending backslash) by testing each character up to the
+// first that is not whitespace.
+bool skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
   const char q = t[i];
   const std::string triple(3, q);
   bool multi = t.substr(i, 3) == triple;
@@ -32,6 +36,11 @@ void skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
       ++line;
     }
     if (q == '"' && t[i] == '\\') {
+      if (multi) {
+        std::size_t j = i + 1;
+        while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n')) ++j;
+        if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) return false;
+      }
       if (++i < t.size() && t[i] == '\n') ++line;
       continue;
     }
@@ -41,6 +50,7 @@ void skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
     i += 2;
     while (i + 1 < t.size() && t[i + 1] == q) ++i;  // up to two quotes may end the string's content
   }
+  return true;
 }
 
 // first_bare_non_ascii returns the 1-based line of the first byte >= 0x80
@@ -88,7 +98,7 @@ std::size_t first_bare_non_ascii(std::string_view t) {
     switch (c) {
       case '"':
       case '\'':
-        skip_string(t, i, line);
+        if (!skip_string(t, i, line)) return line;
         break;
       case '=':
         key = false;

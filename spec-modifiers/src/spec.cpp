@@ -13,9 +13,12 @@ namespace {
 std::string escape_pointer_token(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -218,7 +221,15 @@ Spec Spec::parse(std::string_view text) {
   return s;
 }
 
-std::string Spec::serialize() const { return SpecWriter(*this).write(); }
+std::string Spec::serialize() const {
+  try {
+    return SpecWriter(*this).write();
+  } catch (const Json::exception& e) {
+    // A string that is not UTF-8 got into the document (a modifier's input
+    // let it through): refuse to write rather than write invalid JSON.
+    throw Error(std::string("serialize the spec: ") + e.what());
+  }
+}
 
 std::optional<std::string> Spec::annotation(std::string_view key) const {
   const Json* a = find({"annotations"});

@@ -63,9 +63,9 @@ TEST_CASE("argv: things that are not a create") {
       A({"--log"}),                                     // runc rejects the missing value
       A({"--version", "create", "-b", "/b", "id"}),     // urfave prints the version
       A({"-h", "create"}),
-      A({"create"}),                         // no id: runc prints its usage error
-      A({"create", "a", "b"}),               // two ids
-      A({"create", "--bundle"}),             // value missing
+      A({"create"}),              // no id: runc prints its usage error
+      A({"create", "a", "b"}),    // two ids
+      A({"create", "--bundle"}),  // value missing
       A({"--", "--log", "x"}),
   }));
   auto r = parse_runc_args(argv);

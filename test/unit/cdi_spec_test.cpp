@@ -241,6 +241,13 @@ TEST_CASE("cdi spec: hostile documents fail cleanly") {
   CHECK_NOTHROW(error(","));  // yaml-cpp reports empty documents forever after this; must not hang
   CHECK_THAT(error("a: [\n"), StartsWith("line "));
   CHECK_THAT(error("\x01\x02\xff"), !Contains("(no error)"));
+  // Bytes that are not UTF-8 never reach config.json (found by fuzz:cdi: the spec could not be written).
+  CHECK(error("cdiVersion: 0.5.0\nkind: a.com/b\ndevices:\n- name: \"0\"\n  containerEdits: {env: [\"A=\xff\"]}\n") ==
+        "line 5: not valid UTF-8");
+  CHECK(error("kind: a.com/b # \xed\xa0\x80\n") == "line 1: not valid UTF-8");  // a surrogate
+  CHECK(error("kind: a.com/b # \xc0\xaf\n") == "line 1: not valid UTF-8");      // an overlong '/'
+  CHECK(error("kind: a.com/b # \xe2\x82") == "line 1: not valid UTF-8");        // cut short
+  CHECK_THAT(error("kind: \"a.com/b\" # caf\xc3\xa9 \xf0\x9f\x98\x80\n"), !Contains("UTF-8"));
 }
 
 TEST_CASE("cdi spec: minimum_version reports the feature") {

@@ -10,7 +10,8 @@ using namespace specshim::shim;
 
 TEST_CASE("runc log json line is what containerd decodes") {
   auto line = format_runc_log_line("error", "specshim: bad \"x\"\nnext", "json", "2026-11-29T22:56:18Z");
-  REQUIRE(line == "{\"level\":\"error\",\"msg\":\"specshim: bad \\\"x\\\"\\nnext\",\"time\":\"2026-11-29T22:56:18Z\"}\n");
+  REQUIRE(line ==
+          "{\"level\":\"error\",\"msg\":\"specshim: bad \\\"x\\\"\\nnext\",\"time\":\"2026-11-29T22:56:18Z\"}\n");
   auto j = nlohmann::json::parse(line);
   REQUIRE(j["msg"] == "specshim: bad \"x\"\nnext");
 }
@@ -30,6 +31,8 @@ TEST_CASE("report_error appends to the --log file") {
   specshim::test::write_file(d / "log.json", "{\"level\":\"info\",\"msg\":\"earlier\"}\n");
   report_error((d / "log.json").string(), "json", "boom");
   auto text = specshim::test::read_file(d / "log.json");
-  REQUIRE_THAT(text, Catch::StartsWith("{\"level\":\"info\",\"msg\":\"earlier\"}\n{\"level\":\"error\",\"msg\":\"boom\",\"time\":\"20"));
+  REQUIRE_THAT(text,
+               Catch::StartsWith(
+                   "{\"level\":\"info\",\"msg\":\"earlier\"}\n{\"level\":\"error\",\"msg\":\"boom\",\"time\":\"20"));
   REQUIRE(rfc3339_now().size() == 20);
 }

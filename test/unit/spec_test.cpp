@@ -19,7 +19,8 @@ TEST_CASE("spec keeps key order, unknown fields and indentation") {
   Spec s = Spec::parse(in);
   REQUIRE(s.serialize() == in);
   s.json()["b"] = 1;
-  REQUIRE(s.serialize() == "{\n    \"z\": {\n        \"custom\": true\n    },\n    \"a\": [\n        null\n    ],\n    \"b\": 1\n}\n");
+  REQUIRE(s.serialize() ==
+          "{\n    \"z\": {\n        \"custom\": true\n    },\n    \"a\": [\n        null\n    ],\n    \"b\": 1\n}\n");
 }
 
 TEST_CASE("spec keeps number forms that would not print back the same") {
