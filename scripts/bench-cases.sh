@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Sourced by scripts/bench.sh (which defines $build, $work, $fake, $shim,
-# make_bundle, bench, bench_prepared and row): more cases from components.
+# make_bundle, create_cmd, bench, bench_prepared, hyperfine_case and row):
+# more cases from components.
 # Each block appends commands to extra_cases and table rows to extra_rows.
 
 # device-plugin: creates against specshim-fake-kubelet (one pod, one plugin,
@@ -59,14 +60,13 @@ TOML
   dp_set "$work/dp-allocate" '.annotations |= (with_entries(select(.key | startswith("io.kubernetes.cri.") | not))
     + {"specshim.io/pod": "default/bench-pod", "example.com/gpu": "[\"GPU-bench-2\"]"})'
 
-  dp_create() { echo "$shim --log $work/$1/log.json --log-format json create --bundle $work/$1 id"; }
   extra_cases+=(
-    'bench create-dp-nothing "$work/dp.toml" "$(dp_create dp-nothing)"'
-    'bench_prepared create-dp-checkpoint "$work/dp.toml" "cp $work/dp-checkpoint/config.orig $work/dp-checkpoint/config.json" "$(dp_create dp-checkpoint)"'
-    'bench_prepared create-dp-allocate "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" "$(dp_create dp-allocate)"'
+    'bench create-dp-nothing "$work/dp.toml" "$(create_cmd $work/dp-nothing)"'
+    'bench_prepared create-dp-checkpoint "$work/dp.toml" "cp $work/dp-checkpoint/config.orig $work/dp-checkpoint/config.json" "$(create_cmd $work/dp-checkpoint)"'
+    'bench_prepared create-dp-allocate "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" "$(create_cmd $work/dp-allocate)"'
   )
   extra_rss+=(
-    'rss_row "create, device-plugin: helper + Get + Allocate" "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" $(dp_create dp-allocate)'
+    'rss_row "create, device-plugin: helper + Get + Allocate" "$work/dp.toml" "cp $work/dp-allocate/config.orig $work/dp-allocate/config.json" $(create_cmd $work/dp-allocate)'
   )
   extra_rows+=(
     'row "create, device-plugin: nothing held (checkpoint read) → fake" create-dp-nothing fake'
@@ -96,7 +96,7 @@ cdi_conf cdi-1 "$work/cdi-1"
 cdi_conf cdi-50 "$work/cdi-50"
 cdi_bundle "$work/passwd-cdi2" 10001 "example.com/accel=0,example.com/accel=1"
 restore_pc="cp $work/passwd-cdi2/config.orig $work/passwd-cdi2/config.json"
-create_pc="$shim --log $work/passwd-cdi2/log.json --log-format json create --bundle $work/passwd-cdi2 id"
+create_pc=$(create_cmd "$work/passwd-cdi2")
 extra_cases+=(
   'bench_prepared create-passwd-cdi2 "$work/cdi-1.toml" "$restore_pc" "$create_pc"'
   'bench_prepared create-passwd-cdi2-50 "$work/cdi-50.toml" "$restore_pc" "$create_pc"'
@@ -114,7 +114,6 @@ extra_rss+=(
 # (BENCH_SCALE_RUNS); every row is a create that changes the spec or reads it.
 scale_runs=${BENCH_SCALE_RUNS:-100}
 bench_scale() { hyperfine_case "$1" "$2" "$scale_runs" 5 "$3" "${@:4}"; }  # name config prepare command
-scale_create() { echo "$shim --log $1/log.json --log-format json create --bundle $1 id"; }
 
 # spec size: N extra env entries in an otherwise unchanged CRI spec (no rewrite).
 for n in 0 1000 10000; do
@@ -155,17 +154,17 @@ done
 
 scale_cases() {
   local n
-  for n in 0 1000 10000; do bench_scale "size-$n" "$work/fake.toml" "" "$(scale_create "$work/size-$n")"; done
+  for n in 0 1000 10000; do bench_scale "size-$n" "$work/fake.toml" "" "$(create_cmd "$work/size-$n")"; done
   for n in 10 100 1000; do
     local b="$work/files-$n-bundle" restore="cp $work/files-$n-bundle/config.orig $work/files-$n-bundle/config.json"
-    bench_scale "files-$n" "$work/files-$n.toml" "$restore" "$(scale_create "$b")"
+    bench_scale "files-$n" "$work/files-$n.toml" "$restore" "$(create_cmd "$b")"
     # All 1,000 parsed takes seconds a run: a few runs say enough.
     hyperfine_case "files-$n-parsed" "$work/files-$n-parsed.toml" "$([ "$n" = 1000 ] && echo 5 || echo "$scale_runs")" \
-      1 "$restore" "$(scale_create "$b")"
+      1 "$restore" "$(create_cmd "$b")"
   done
   for n in 1 8 64; do
     bench_scale "devices-$n" "$work/many.toml" "cp $work/devices-$n/config.orig $work/devices-$n/config.json" \
-      "$(scale_create "$work/devices-$n")"
+      "$(create_cmd "$work/devices-$n")"
   done
 }
 scale_table() {

@@ -36,6 +36,8 @@ make_bundle "$disk/passwd" 10001
 printf '[runtime]\npath = "%s"\n' "$fake" > "$work/fake.toml"
 printf '[runtime]\npath = "%s"\n' "$runc" > "$work/runc.toml"
 extra_cases=() extra_rows=() extra_rss=() extra_sections=()
+# create_cmd BUNDLE: the create command line containerd's shim would run, as one string for hyperfine.
+create_cmd() { echo "$shim --log $1/log.json --log-format json create --bundle $1 id"; }
 # The floor of any exec wrapper: a static program that only execs the fake.
 # specshim's own work is what it costs beyond this one extra execve.
 printf '#include <unistd.h>\nint main(int c, char** v) { (void)c; execv("%s", v); return 127; }\n' "$fake" >"$work/wrapper.c"
@@ -58,12 +60,12 @@ bench_prepared() { hyperfine_case "$1" "$2" "$runs" 20 "$3" "${@:4}"; }     # na
 bench fake "$work/fake.toml" "$fake state x"
 bench wrapper "$work/fake.toml" "$work/wrapper state x"
 bench passthrough "$work/fake.toml" "$shim state x"
-bench create-nochange "$work/fake.toml" "$shim --log $work/nochange/log.json --log-format json create --bundle $work/nochange id"
+bench create-nochange "$work/fake.toml" "$(create_cmd "$work/nochange")"
 bench_prepared create-passwd "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
-  "$shim --log $work/passwd/log.json --log-format json create --bundle $work/passwd id"
+  "$(create_cmd "$work/passwd")"
 bench prepare-only "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json"
 bench_prepared create-passwd-disk "$work/fake.toml" "cp $disk/passwd/config.orig $disk/passwd/config.json" \
-  "$shim --log $disk/passwd/log.json --log-format json create --bundle $disk/passwd id"
+  "$(create_cmd "$disk/passwd")"
 for c in "${extra_cases[@]}"; do eval "$c"; done
 bench runc-state "$work/runc.toml" -i "$runc --root $work/runc-root state nonexistent"
 bench shim-runc-state "$work/runc.toml" -i "$shim --root $work/runc-root state nonexistent"
