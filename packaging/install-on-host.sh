@@ -137,6 +137,17 @@ replace_file() {
   mv -f "$tmp" "$target"
 }
 
+# install_executable SRC DST: DST becomes a 0755 copy of SRC, replaced
+# atomically, unless it already has SRC's bytes.
+install_executable() {
+  if [ -e "$2" ] && cmp -s "$1" "$2"; then
+    log "$(strip_root "$2") is up to date"
+  else
+    replace_file "$2" "$1" 0755
+    log "installed $(strip_root "$2")"
+  fi
+}
+
 ends_with_newline() { [ ! -s "$1" ] || [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ]; }
 
 regex_escape() { printf '%s' "$1" | sed 's/[]\/$*.^[]/\\&/g'; }
@@ -202,12 +213,7 @@ install_binary() {
     BINARY_INSTALLED=${BINARY_INSTALLED:-0}
     return
   fi
-  if [ -e "$dst" ] && cmp -s "$src" "$dst"; then
-    log "binary $BINARY_PATH is up to date"
-  else
-    replace_file "$dst" "$src" 0755
-    log "installed $BINARY_PATH"
-  fi
+  install_executable "$src" "$dst"
   BINARY_INSTALLED=1
 }
 
@@ -222,12 +228,7 @@ install_helper() {
   HELPER_INSTALLED=${HELPER_INSTALLED:-0}
   [ "${PACKAGE_BINARY:-0}" = 1 ] && return
   [ -x "$src" ] || die "\`$src\` is missing or not executable"
-  if [ -e "$dst" ] && cmp -s "$src" "$dst"; then
-    log "helper $(strip_root "$dst") is up to date"
-  else
-    replace_file "$dst" "$src" 0755
-    log "installed $(strip_root "$dst")"
-  fi
+  install_executable "$src" "$dst"
   HELPER_INSTALLED=1
 }
 
