@@ -11,29 +11,13 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline.h"
+#include "fuzz_support.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
 
 namespace {
 namespace fs = std::filesystem;
 using namespace specshim;
-
-fs::path scratch() {
-  static fs::path dir = [] {
-    std::string tmpl = "/tmp/specshim-fuzz-cdi-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    fs::create_directories(fs::path(tmpl) / "bundle" / "rootfs");
-    fs::create_directories(fs::path(tmpl) / "cdi");
-    return fs::path(tmpl);
-  }();
-  return dir;
-}
-
-void write(const fs::path& p, std::string_view data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 std::string request_all(const cdi::SpecFile& spec) {
   std::string names;
@@ -69,26 +53,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string names = request_all(spec);
   if (names.empty()) return 0;
 
-  fs::path dir = scratch();
-  write(dir / "cdi" / "fuzz.yaml", text);
-  write(dir / "bundle" / "config.json",
-        R"({"ociVersion":"1.0.2","process":{"args":["sh"],"cwd":"/","env":["A=1"]},"root":{"path":"rootfs"},)"
-        R"("annotations":{"cdi.k8s.io/fuzz":)" +
-            json_string(names) + "}}");
+  static const fs::path dir = fuzz::make_scratch("cdi", {"bundle/rootfs", "cdi"});
+  fuzz::write_bytes(dir / "cdi" / "fuzz.yaml", text);
+  fuzz::write_bytes(
+      dir / "bundle" / "config.json",
+      R"({"ociVersion":"1.0.2","process":{"args":["sh"],"cwd":"/","env":["A=1"]},"root":{"path":"rootfs"},)"
+      R"("annotations":{"cdi.k8s.io/fuzz":)" +
+          json_string(names) + "}}");
   std::string config = "[chain]\norder = [\"cdi\"]\n[cdi]\nspec-dirs = [" + json_string((dir / "cdi").string()) + "]\n";
   try {
-    auto doc = config::Document::parse(config, "fuzz.toml");
-    auto root = doc.root();
-    Context ctx;
-    ctx.dry_run = true;
-    auto first = shim::load_and_modify(dir / "bundle", std::move(ctx), root);
+    auto first = fuzz::dry_run(dir / "bundle", config);
     // Idempotence: the same chain on its own output changes nothing.
-    write(dir / "bundle" / "config.json", first.spec.serialize());
-    auto doc2 = config::Document::parse(config, "fuzz.toml");
-    auto root2 = doc2.root();
-    Context ctx2;
-    ctx2.dry_run = true;
-    auto second = shim::load_and_modify(dir / "bundle", std::move(ctx2), root2);
+    fuzz::write_bytes(dir / "bundle" / "config.json", first.spec.serialize());
+    auto second = fuzz::dry_run(dir / "bundle", config);
     if (second.spec.json() != first.spec.json()) std::abort();
   } catch (const Error&) {
   }

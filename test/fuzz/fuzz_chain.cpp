@@ -9,34 +9,14 @@
 #include <fstream>
 #include <string>
 
-#include "pipeline.h"
+#include "fuzz_support.h"
 #include "specshim/error.h"
 
-namespace {
-std::filesystem::path scratch_bundle() {
-  static std::filesystem::path dir = [] {
-    std::string tmpl = "/tmp/specshim-fuzz-bundle-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    std::filesystem::create_directories(std::filesystem::path(tmpl) / "rootfs" / "etc");
-    return std::filesystem::path(tmpl);
-  }();
-  return dir;
-}
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto bundle = scratch_bundle();
-  {
-    std::ofstream out(bundle / "config.json", std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  static const std::filesystem::path bundle = specshim::fuzz::make_scratch("bundle", {"rootfs/etc"});
+  specshim::fuzz::write_bytes(bundle / "config.json", std::string_view(reinterpret_cast<const char*>(data), size));
   try {
-    auto doc = specshim::config::Document::parse("[cdi]\nspec-dirs = []\n", "fuzz.toml");
-    auto root = doc.root();
-    specshim::Context ctx;
-    ctx.dry_run = true;
-    ctx.allow_allocate = false;
-    auto out = specshim::shim::load_and_modify(bundle, std::move(ctx), root);
+    auto out = specshim::fuzz::dry_run(bundle, "[cdi]\nspec-dirs = []\n");
     (void)out.spec.serialize();
   } catch (const std::exception&) {
   }

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_support.h"
 #include "passwd.h"
-#include "pipeline.h"
 #include "specshim/error.h"
 
 namespace {
@@ -25,21 +25,14 @@ constexpr std::uint32_t kUid = 4242;
 constexpr std::uint32_t kGid = 4343;
 
 fs::path scratch_bundle() {
-  static fs::path dir = [] {
-    std::string tmpl = "/tmp/specshim-fuzz-passwd-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    fs::create_directories(fs::path(tmpl) / "rootfs" / "etc");
-    std::ofstream(fs::path(tmpl) / "config.json")
+  static const fs::path dir = [] {
+    fs::path d = fuzz::make_scratch("passwd", {"rootfs/etc"});
+    std::ofstream(d / "config.json")
         << R"({"ociVersion":"1.0.2","process":{"user":{"uid":)" << kUid << R"(,"gid":)" << kGid
         << R"(},"args":["sh"],"cwd":"/","env":["HOME=/home/app"]},"root":{"path":"rootfs"},"mounts":[]})";
-    return fs::path(tmpl);
+    return d;
   }();
   return dir;
-}
-
-void write(const fs::path& p, std::string_view data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
 std::size_t lines(std::string_view s) {
@@ -105,14 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_round_trip(group_file);
 
   auto bundle = scratch_bundle();
-  write(bundle / "rootfs/etc/passwd", passwd_file);
-  write(bundle / "rootfs/etc/group", group_file);
+  fuzz::write_bytes(bundle / "rootfs/etc/passwd", passwd_file);
+  fuzz::write_bytes(bundle / "rootfs/etc/group", group_file);
   try {
-    auto doc = config::Document::parse("[chain]\norder = [\"passwd\"]\n", "fuzz.toml");
-    auto root = doc.root();
-    Context ctx;
-    ctx.dry_run = true;
-    auto out = shim::load_and_modify(bundle, std::move(ctx), root);
+    auto out = fuzz::dry_run(bundle, "[chain]\norder = [\"passwd\"]\n");
     check_generated(out.ctx, "specshim-passwd", passwd_file, true);
     check_generated(out.ctx, "specshim-group", group_file, false);
   } catch (const Error&) {
