@@ -4,9 +4,14 @@
 # Shows what `specshim dry-run` changes, then what the container sees.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target specshim
+# SPECSHIM_DEMO_BUILD=DIR: use the specshim already built there (the
+# integration test runs this script that way); otherwise set up and build.
+build=${SPECSHIM_DEMO_BUILD:-build}
+if [ -z "${SPECSHIM_DEMO_BUILD:-}" ]; then
+  bash scripts/install-deps.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build -j"$(nproc)" --target specshim
+fi
 
 demo=$(mktemp -d /tmp/specshim-demo-XXXXXX)
 trap 'runc --root "$demo/runc" delete --force specshim-demo >/dev/null 2>&1 || true; rm -rf "$demo"' EXIT
@@ -14,7 +19,10 @@ bundle="$demo/bundle"
 mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/etc" "$bundle/rootfs/tmp" "$bundle/rootfs/proc" "$bundle/rootfs/dev" "$bundle/rootfs/sys"
 chmod 1777 "$bundle/rootfs/tmp"
 cp /bin/busybox "$bundle/rootfs/bin/busybox"
-for applet in $(/bin/busybox --list); do ln -sf busybox "$bundle/rootfs/bin/$applet"; done
+# Every applet but `busybox` itself (a link to itself would replace the binary with a loop).
+for applet in $(/bin/busybox --list); do
+  [ "$applet" = busybox ] || ln -sf busybox "$bundle/rootfs/bin/$applet"
+done
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$bundle/rootfs/etc/passwd"
 printf 'root:x:0:\n' > "$bundle/rootfs/etc/group"
 (cd "$bundle" && runc spec)
@@ -29,10 +37,10 @@ TOML
 export SPECSHIM_CONFIG="$demo/config.toml"
 
 echo "== specshim dry-run --format diff (what specshim would change)"
-build/shim/specshim dry-run --bundle "$bundle" --format diff
+"$build/shim/specshim" dry-run --bundle "$bundle" --format diff
 echo
 echo "== running the container through specshim + runc"
-build/shim/specshim --root "$demo/runc" --log "$bundle/log.json" --log-format json run --bundle "$bundle" specshim-demo
+"$build/shim/specshim" --root "$demo/runc" --log "$bundle/log.json" --log-format json run --bundle "$bundle" specshim-demo
 echo
 echo "== the image's /etc/passwd is unchanged:"
 cat "$bundle/rootfs/etc/passwd"
