@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev catch2
-  libseccomp-dev libcap-dev libyaml-cpp-dev
+  libseccomp-dev libcap-dev libyaml-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgrpc-dev libabsl-dev libc-ares-dev libre2-dev zlib1g-dev
   runc containerd busybox-static hyperfine

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reading a spec file's bytes into a Node tree. JSON goes through nlohmann's
 // SAX parser (iterative, so deep nesting cannot overflow the stack); YAML
-// through yaml-cpp's event parser, which has its own recursion guard.
+// through libyaml's event parser, which keeps its own stacks (no recursion).
 #include "cdi_document.h"
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/exceptions.h>
-#include <yaml-cpp/mark.h>
-#include <yaml-cpp/parser.h>
+#include <yaml.h>
 
+#include <algorithm>
 #include <iterator>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cdi_internal.h"
 #include "specshim/error.h"
@@ -209,38 +207,115 @@ Node read_json(std::string_view text) {
 
 // ---- YAML ----
 
-class YamlReader : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& m, YAML::anchor_t anchor) override {
-    add(scalar(Node::Type::null, "", m.line + 1), anchor);
-  }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
-    auto it = anchors_.find(anchor);
-    if (it == anchors_.end()) fail_at(m.line + 1, "unknown alias");
-    tree_.count(size(it->second), m.line + 1);
-    add(it->second, 0);
-  }
-  void OnScalar(const YAML::Mark& m, const std::string& tag, YAML::anchor_t anchor, const std::string& value) override {
-    add(scalar(scalar_type(tag, m.line + 1), value, m.line + 1), anchor);
-  }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    begin(collection(Node::Type::sequence, m.line + 1), anchor);
-  }
-  void OnSequenceEnd() override { end(); }
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
-    begin(collection(Node::Type::mapping, m.line + 1), anchor);
-  }
-  void OnMapEnd() override { end(); }
+int line(const yaml_mark_t& m) {
+  return static_cast<int>(m.line) + 1;
+}
 
+std::string text_of(const yaml_char_t* s) {
+  return s ? reinterpret_cast<const char*>(s) : "";
+}
+
+// YamlParser owns a libyaml event parser over text. libyaml is the C parser
+// that upstream's go-yaml v2 was ported from, so both read the same YAML 1.1
+// syntax; it keeps its own stacks (no recursion) and needs no copy of the text.
+class YamlParser {
+ public:
+  explicit YamlParser(std::string_view text) : text_(text) {
+    if (!yaml_parser_initialize(&parser_)) throw std::bad_alloc();
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  }
+  ~YamlParser() {
+    if (has_event_) yaml_event_delete(&event_);
+    yaml_parser_delete(&parser_);
+  }
+  YamlParser(const YamlParser&) = delete;
+  YamlParser& operator=(const YamlParser&) = delete;
+
+  const yaml_event_t& next() {
+    if (has_event_) yaml_event_delete(&event_);
+    has_event_ = yaml_parser_parse(&parser_, &event_) != 0;
+    if (!has_event_) fail();
+    return event_;
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    if (parser_.error == YAML_MEMORY_ERROR) throw std::bad_alloc();
+    std::string what = parser_.problem ? parser_.problem : "invalid YAML";
+    if (parser_.error == YAML_READER_ERROR) {  // no mark: the offset of the bad byte
+      std::size_t offset = std::min(parser_.problem_offset, text_.size());
+      fail_at(1 + static_cast<int>(std::count(text_.begin(), text_.begin() + offset, '\n')), what);
+    }
+    if (parser_.context)
+      what += " (" + std::string(parser_.context) + " on line " + std::to_string(parser_.context_mark.line + 1) + ")";
+    fail_at(line(parser_.problem_mark), "column " + std::to_string(parser_.problem_mark.column + 1) + ": " + what);
+  }
+
+  std::string_view text_;
+  yaml_parser_t parser_{};
+  yaml_event_t event_{};
+  bool has_event_ = false;
+};
+
+// YamlReader turns events into the tree. An untagged plain scalar is `plain`
+// (null for "", ~ and null), typed later by the field that receives it; an
+// untagged quoted one is a string; the YAML 1.1 core tags are accepted, any
+// other tag is refused. Aliases are expanded, counted against kMaxNodes.
+class YamlReader {
+ public:
+  void event(const yaml_event_t& e) {
+    int at = line(e.start_mark);
+    switch (e.type) {
+      case YAML_SCALAR_EVENT: {
+        const auto& s = e.data.scalar;
+        add(scalar(scalar_type(s.tag, s.style, s.value, s.length, at),
+                   std::string(reinterpret_cast<const char*>(s.value), s.length), at),
+            e.data.scalar.anchor);
+        break;
+      }
+      case YAML_ALIAS_EVENT: {
+        std::string name = text_of(e.data.alias.anchor);
+        auto it = anchors_.find(name);
+        if (it == anchors_.end()) fail_at(at, "unknown alias " + quote("*" + name));
+        tree_.count(size(it->second), at);
+        add(it->second, nullptr);
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+        begin(collection(Node::Type::sequence, at), e.data.sequence_start.anchor);
+        break;
+      case YAML_MAPPING_START_EVENT:
+        begin(collection(Node::Type::mapping, at), e.data.mapping_start.anchor);
+        break;
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        end();
+        break;
+      default:
+        break;
+    }
+  }
   bool has_root() const { return tree_.has_root(); }
   Node take_root() { return tree_.take_root(); }
 
+  static bool is_null(const yaml_event_t& e) {
+    const auto& s = e.data.scalar;
+    return e.type == YAML_SCALAR_EVENT && !s.tag && s.style == YAML_PLAIN_SCALAR_STYLE &&
+           null_text(std::string_view(reinterpret_cast<const char*>(s.value), s.length));
+  }
+
  private:
-  static Node::Type scalar_type(const std::string& tag, int line) {
-    if (tag == "?") return Node::Type::plain;
+  static bool null_text(std::string_view v) {
+    return v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL";
+  }
+  static Node::Type scalar_type(const yaml_char_t* tag_text, yaml_scalar_style_t style, const yaml_char_t* value,
+                                std::size_t length, int line) {
+    if (!tag_text) {
+      if (style != YAML_PLAIN_SCALAR_STYLE) return Node::Type::string;
+      return null_text(std::string_view(reinterpret_cast<const char*>(value), length)) ? Node::Type::null
+                                                                                       : Node::Type::plain;
+    }
+    std::string tag = text_of(tag_text);
     if (tag == "!" || tag == "tag:yaml.org,2002:str") return Node::Type::string;
     for (const char* t : {"int", "bool", "float", "null"})
       if (tag == std::string("tag:yaml.org,2002:") + t) return Node::Type::plain;
@@ -252,65 +327,46 @@ class YamlReader : public YAML::EventHandler {
     for (const auto& v : n.values) total += size(v);
     return total;
   }
-  void add(Node n, YAML::anchor_t anchor) {
+  void add(Node n, const yaml_char_t* anchor) {
     if (tree_.expecting_key()) {
       if (n.type != Node::Type::plain && n.type != Node::Type::string)
         fail_at(n.line, "a mapping key must be a string");
       tree_.key(std::move(n.text), n.line);
       return;
     }
-    if (anchor) anchors_[anchor] = n;
+    if (anchor) anchors_[text_of(anchor)] = n;
     tree_.value(std::move(n));
   }
-  void begin(Node n, YAML::anchor_t anchor) {
+  void begin(Node n, const yaml_char_t* anchor) {
     if (tree_.expecting_key()) fail_at(n.line, "a mapping key must be a string");
     tree_.begin(std::move(n));
-    open_anchors_.push_back(anchor);
+    open_anchors_.push_back(text_of(anchor));
   }
   void end() {
     Node* done = tree_.end();
-    if (YAML::anchor_t a = open_anchors_.back()) anchors_[a] = *done;
+    if (!open_anchors_.back().empty()) anchors_[open_anchors_.back()] = *done;
     open_anchors_.pop_back();
   }
 
   TreeBuilder tree_;
-  std::map<YAML::anchor_t, Node> anchors_;
-  std::vector<YAML::anchor_t> open_anchors_;
+  std::map<std::string, Node, std::less<>> anchors_;
+  std::vector<std::string> open_anchors_;
 };
 
-class NoopHandler : public YAML::EventHandler {
- public:
-  bool saw_content = false;
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { saw_content = true; }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {
-    saw_content = true;
-  }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    saw_content = true;
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    saw_content = true;
-  }
-  void OnMapEnd() override {}
-};
-
+// read_yaml reads the first document into the tree. A later document may only
+// be empty (or null): anything else in it is an error.
 Node read_yaml(std::string_view text) {
-  std::istringstream in{std::string(text)};
+  YamlParser parser(text);
   YamlReader reader;
-  try {
-    YAML::Parser parser(in);
-    parser.HandleNextDocument(reader);
-    // One look past the first document: yaml-cpp can report empty documents
-    // forever on some malformed input, so this is not a loop.
-    NoopHandler rest;
-    if (parser.HandleNextDocument(rest) && rest.saw_content) throw Error("more than one YAML document");
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) throw Error(e.msg);
-    fail_at(e.mark.line + 1, "column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  int documents = 0;
+  for (;;) {
+    const yaml_event_t& e = parser.next();
+    if (e.type == YAML_STREAM_END_EVENT) break;
+    if (e.type == YAML_DOCUMENT_START_EVENT) ++documents;
+    if (documents <= 1)
+      reader.event(e);
+    else if (e.type != YAML_DOCUMENT_START_EVENT && e.type != YAML_DOCUMENT_END_EVENT && !YamlReader::is_null(e))
+      throw Error("more than one YAML document");
   }
   if (!reader.has_root()) return Node{};
   return reader.take_root();

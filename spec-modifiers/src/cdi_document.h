@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A CDI spec file read into one small tree, whatever its syntax (JSON through
-// nlohmann, YAML through yaml-cpp), with the line of every value and key.
+// nlohmann, YAML through libyaml), with the line of every value and key.
 #pragma once
 
 #include <string>

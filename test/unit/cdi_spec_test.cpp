@@ -250,6 +250,47 @@ TEST_CASE("cdi spec: hostile documents fail cleanly") {
   CHECK_THAT(error("kind: \"a.com/b\" # caf\xc3\xa9 \xf0\x9f\x98\x80\n"), !Contains("UTF-8"));
 }
 
+TEST_CASE("cdi spec: YAML structure as upstream's parser reads it (anchors, tags, documents, nulls)") {
+  // Anchors and aliases, on scalars and collections, expand to copies.
+  SpecFile s = parse(
+      "cdiVersion: 0.5.0\nkind: vendor.com/gpu\ndevices:\n"
+      "- name: gpu0\n  containerEdits: &e {env: [&v A=1], deviceNodes: [{path: /dev/gpu0}]}\n"
+      "- name: gpu1\n  containerEdits: *e\n"
+      "- name: gpu2\n  containerEdits: {env: [*v, B=2]}\n");
+  CHECK(s.devices.at(1).edits.env == std::vector<std::string>{"A=1"});
+  CHECK(s.devices.at(1).edits.device_nodes.at(0).path == "/dev/gpu0");
+  CHECK(s.devices.at(2).edits.env == std::vector<std::string>{"A=1", "B=2"});
+  CHECK_THAT(error("cdiVersion: 0.5.0\nkind: *nope\n"), Contains("line 2: unknown alias \"*nope\""));
+  // Core tags are read; !!str keeps text as written.
+  CHECK(parse(yaml("0.5.0", "    env: [A=1]\n", "!!str 0x10")).devices.at(0).name == "0x10");
+  CHECK(parse(yaml("0.3.0", "    deviceNodes: [{path: /dev/a, major: !!int 7}]\n"))
+            .devices.at(0)
+            .edits.device_nodes.at(0)
+            .major == 7);
+  CHECK_THAT(error("cdiVersion: !<tag:example.com,2000:v> 0.3.0\n"), Contains("unsupported YAML tag"));
+  // An empty value, ~ and null are null; quoted they are strings.
+  CHECK_THAT(error(yaml("0.3.0", "    deviceNodes: [~]\n")), Contains("want an object, got null"));
+  CHECK_THAT(error(yaml("0.3.0", "    deviceNodes:\n    -\n")), Contains("want an object, got null"));
+  CHECK_THAT(error(yaml("0.3.0", "    deviceNodes: [\"null\"]\n")), Contains("want an object, got string"));
+  // A key must be a string.
+  CHECK_THAT(error("? [a]\n: b\n"), Contains("line 1: a mapping key must be a string"));
+  CHECK_THAT(error("~: b\n"), Contains("a mapping key must be a string"));
+  // Only the first document counts; later ones may be empty, not more.
+  std::string one = yaml("0.3.0", "    env: [A=1]\n");
+  CHECK(parse("---\n" + one + "...\n").devices.size() == 1);
+  CHECK(parse(one + "---\n").devices.size() == 1);
+  CHECK(parse(one + "--- ~\n").devices.size() == 1);
+  CHECK(error(one + "--- x\n") == "more than one YAML document");
+  // Syntax errors carry the line and column, and what the parser was reading.
+  CHECK(error("cdiVersion: 0.3.0\nkind: [a\ndevices: x\n") ==
+        "line 3: column 8: did not find expected ',' or ']' (while parsing a flow sequence on line 2)");
+  CHECK(error("a:\n  b: 1\n c: 2\n") ==
+        "line 3: column 2: did not find expected key (while parsing a block mapping on line 1)");
+  CHECK_THAT(error("a: \"x\tb\\q\"\n"), StartsWith("line 1: column "));
+  // Control characters are refused by the reader, as go-yaml does; the line is counted from the offset.
+  CHECK(error("cdiVersion: 0.3.0\nkind: a\x01b\n") == "line 2: control characters are not allowed");
+}
+
 TEST_CASE("cdi spec: minimum_version reports the feature") {
   SpecFile s = parse(yaml("1.1.0", "    netDevices: [{hostInterfaceName: e0, name: n}]\n"));
   CHECK(minimum_version(s) == std::pair<std::string, std::string>("1.1.0", "devices[0].containerEdits.netDevices"));
