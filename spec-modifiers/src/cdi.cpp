@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "cdi_internal.h"
 #include "host_device.h"
@@ -263,25 +264,45 @@ class Injector {
     for (const auto& n : nets) map[n.host_interface_name] = Json{{"name", n.name}};
   }
 
+  // mounts adds each mount, replacing the first one with the same destination
+  // (removed, and the new one appended, as upstream), then sorts by depth.
+  // The spec's mounts are found through an index by destination, built once,
+  // not by a scan per mount: NVIDIA's specs carry 40 and more.
   void mounts(const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return;
     Json& list = spec_.array_at({"mounts"});
+    std::vector<Json> slots(std::make_move_iterator(list.begin()), std::make_move_iterator(list.end()));
+    std::vector<bool> removed(slots.size(), false);
+    std::unordered_map<std::string, std::size_t> by_dest;
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (const Json* dest = destination(slots[i])) by_dest.emplace(dest->get<std::string>(), i);
     bool changed = false;
     for (const auto& m : mounts) {
       Json entry = oci_mount(m);
-      auto same_dest = std::find_if(list.begin(), list.end(), [&](const Json& e) {
-        return e.is_object() && e.contains("destination") && e["destination"] == m.container_path;
-      });
-      if (same_dest != list.end() && *same_dest == entry) continue;
-      if (same_dest != list.end()) list.erase(same_dest);
-      list.push_back(entry);
+      auto same_dest = by_dest.find(m.container_path);
+      if (same_dest != by_dest.end() && slots[same_dest->second] == entry) continue;
+      if (same_dest != by_dest.end()) removed[same_dest->second] = true;
+      by_dest[m.container_path] = slots.size();
+      slots.push_back(std::move(entry));
+      removed.push_back(false);
       changed = true;
     }
-    if (!changed) return;
-    std::vector<Json> sorted(list.begin(), list.end());
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const Json& a, const Json& b) { return mount_depth(a) < mount_depth(b); });
-    list = Json(std::move(sorted));
+    // Each mount's depth is computed once; mounts are moved, never copied.
+    std::vector<std::pair<std::size_t, Json>> keyed;
+    keyed.reserve(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (!removed[i]) keyed.emplace_back(changed ? mount_depth(slots[i]) : 0, std::move(slots[i]));
+    if (changed)
+      std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    Json result = Json::array();
+    for (auto& [depth, mount] : keyed) result.push_back(std::move(mount));
+    list = std::move(result);
+  }
+
+  static const Json* destination(const Json& mount) {
+    if (!mount.is_object()) return nullptr;
+    auto it = mount.find("destination");
+    return it != mount.end() && it->is_string() ? &*it : nullptr;
   }
 
   void hooks(const std::vector<cdi::Hook>& hooks) {

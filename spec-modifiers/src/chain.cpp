@@ -21,8 +21,10 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
     ctx.pass = pass;
     result.passes = pass;
     last_changed.clear();
+    // One copy of the spec per pass, and one more after each change: most
+    // modifiers change nothing, and comparing costs no allocation.
+    Json before = spec.json();
     for (const auto& m : modifiers_) {
-      Json before = spec.json();
       auto files_before = ctx.bundle_files.size();
       try {
         m->apply(spec, ctx);
@@ -36,6 +38,7 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
         result.changed_by.emplace_back(m->name());
       if (log::enabled(log::Level::debug))
         log::debug("pass {}: {} changed {}", pass, m->name(), Json::diff(before, spec.json()).dump());
+      before = spec.json();
     }
     if (last_changed.empty()) return result;
   }
