@@ -28,6 +28,7 @@ int passthrough_main(const RuncArgs& parsed, const std::vector<std::string>& arg
       std::fputs("specshim version " SPECSHIM_VERSION "\n", stdout);
       std::fflush(stdout);
     }
+    print_usage(parsed, argv);
     exec_runtime(runtime, argv);
   } catch (const std::exception& e) {
     report_error(parsed.log, parsed.log_format, "specshim: " + describe(e));
@@ -38,8 +39,8 @@ int passthrough_main(const RuncArgs& parsed, const std::vector<std::string>& arg
 int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
   try {
     if (!parsed.unknown_flags.empty())
-      throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" +
-                  parsed.subcommand + "` is unknown to specshim (runc 1.1 grammar)");
+      throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
+                  "` is unknown to specshim (runc 1.1 grammar)");
     auto doc = config::Document::load(config::path_from_env());
     auto root = doc.root();
     Settings settings = read_settings(root);

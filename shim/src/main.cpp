@@ -12,10 +12,10 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   using namespace specshim::shim;
-  if (args.size() > 1) {
-    if (args[1] == "dry-run") return dry_run_main(args);
-    if (args[1] == "doctor") return doctor_main(args);
-  }
+  if (args.size() > 1)
+    if (const OwnVerb* verb = find_own_verb(args[1])) return verb->run(args);
+  if (args.size() == 3 && args[1] == "help")  // `specshim help dry-run`: that verb's --help
+    if (const OwnVerb* verb = find_own_verb(args[2])) return verb->run({args[0], args[2], "--help"});
   RuncArgs parsed = parse_runc_args(args);
   if (parsed.modifies()) return create_main(parsed, args);
   return passthrough_main(parsed, args);

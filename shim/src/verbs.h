@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "argv.h"
@@ -23,5 +24,21 @@ int dry_run_main(const std::vector<std::string>& argv);
 
 // doctor_main: specshim doctor [--config FILE] [--json]
 int doctor_main(const std::vector<std::string>& argv);
+
+// OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
+// whole argv.
+struct OwnVerb {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& argv);
+};
+const std::vector<OwnVerb>& own_verbs();
+const OwnVerb* find_own_verb(std::string_view name);
+
+// usage is specshim's own help: what it is, its verbs, config and docs.
+std::string usage();
+// print_usage prints usage() to stdout when argv asks for the global help
+// (--help, -h, or a bare `help`), before the runtime prints its own.
+bool print_usage(const RuncArgs& parsed, const std::vector<std::string>& argv);
 
 }  // namespace specshim::shim

@@ -274,6 +274,36 @@ TEST_CASE("version: prints specshim's version, then the runtime's") {
   REQUIRE(c.recorded_argv().back() == "--version");
 }
 
+TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's help") {
+  Cli c;
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"-h"}, {"help"}, {"--debug", "--help"}}) {
+    CAPTURE(args);
+    auto r = c.shim(args);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
+    for (const char* want : {"dry-run ", "doctor ", "/etc/specshim/config.toml", "SPECSHIM_CONFIG", "man specshim",
+                             "passwd, device-plugin, cdi"})
+      REQUIRE_THAT(r.out, Catch::Contains(want));
+    REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
+      std::vector<std::string> want{RECORDING_RUNTIME};
+      want.insert(want.end(), args.begin(), args.end());
+      return want;
+    }());
+  }
+}
+
+TEST_CASE("help: a runc command's help and `help VERB` are not specshim's usage") {
+  Cli c;
+  auto create = c.shim({"create", "--help"});
+  REQUIRE_THAT(create.out, !Catch::Contains("specshim's own commands"));
+  REQUIRE(c.runtime_ran());
+  auto topic = c.shim({"help", "create"});
+  REQUIRE_THAT(topic.out, !Catch::Contains("specshim's own commands"));
+  auto verb = c.shim({"help", "dry-run"});
+  REQUIRE(verb.exit_code == 0);
+  REQUIRE_THAT(verb.out, Catch::Contains("--bundle"));
+}
+
 TEST_CASE("dry-run prints the spec and writes nothing") {
   Cli c;
   auto r = c.shim({"dry-run", "--bundle", c.bundle.string(), "--config", c.config.string()});
