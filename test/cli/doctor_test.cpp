@@ -113,6 +113,33 @@ TEST_CASE("doctor: a missing or failing runtime is a problem") {
   REQUIRE_THAT(missing, HasFinding("runtime", "fail", "[runtime] path `/nonexistent/runc`: No such file or directory"));
 }
 
+TEST_CASE("doctor: NVIDIA's runtime behind specshim with specshim's cdi on is a warning") {
+  FakeHost h;
+  const std::string warning = "the runtime is nvidia-container-runtime and specshim's cdi modifier is on";
+  SECTION("known by its file name") {
+    fs::path nct = h.tmp / "bin/nvidia-container-runtime.cdi";
+    fs::create_directories(nct.parent_path());
+    fs::create_symlink(RECORDING_RUNTIME, nct);
+    write_file(h.config, "[runtime]\npath = \"" + nct.string() + "\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("runtime", "warn", warning));
+    write_file(h.config, "[runtime]\npath = \"" + nct.string() + "\"\n[cdi]\nenabled = false\n");
+    REQUIRE(finding(h.report(), "runtime", warning).is_null());
+  }
+  SECTION("known by its --version") {
+    fs::path wrapper = h.tmp / "gpu-runtime";
+    write_file(wrapper, "#!/bin/sh\necho 'NVIDIA Container Runtime version 1.13.1'\necho 'runc version 1.1.5'\n", 0755);
+    write_file(h.config, "[runtime]\npath = \"" + wrapper.string() + "\"\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("runtime", "warn", warning));
+    REQUIRE_THAT(report, HasFinding("runtime", "warn", "set [cdi] enabled = false"));
+    write_file(h.config, "[runtime]\npath = \"" + wrapper.string() + "\"\n[chain]\norder = [\"passwd\"]\n");
+    REQUIRE(finding(h.report(), "runtime", warning).is_null());
+  }
+  SECTION("runc is not") {
+    REQUIRE(finding(h.report(), "runtime", warning).is_null());
+  }
+}
+
 TEST_CASE("doctor: each CDI spec file, JSON or YAML, loads or shows its error with the line") {
   FakeHost h;
   write_file(
