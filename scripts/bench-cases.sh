@@ -97,13 +97,22 @@ cdi_conf cdi-50 "$work/cdi-50"
 cdi_bundle "$work/passwd-cdi2" 10001 "example.com/accel=0,example.com/accel=1"
 restore_pc="cp $work/passwd-cdi2/config.orig $work/passwd-cdi2/config.json"
 create_pc=$(create_cmd "$work/passwd-cdi2")
+# cdi2: only the CDI work, 2 devices from the one NVIDIA-sized YAML spec (uid 0).
+cdi_bundle "$work/cdi2" 0 "example.com/accel=0,example.com/accel=1"
+restore_cdi2="cp $work/cdi2/config.orig $work/cdi2/config.json"
 extra_cases+=(
+  'bench_prepared create-cdi2-yaml "$work/cdi-1.toml" "$restore_cdi2" "$(create_cmd "$work/cdi2")"'
   'bench_prepared create-passwd-cdi2 "$work/cdi-1.toml" "$restore_pc" "$create_pc"'
   'bench_prepared create-passwd-cdi2-50 "$work/cdi-50.toml" "$restore_pc" "$create_pc"'
 )
 extra_rows+=(
+  'row "create, 2 CDI devices from one NVIDIA-sized YAML spec ($(du -k "$work"/cdi-1/*.yaml | cut -f1) KiB) → fake" create-cdi2-yaml fake'
   'row "create, passwd + 2 CDI devices (1 spec file) → fake" create-passwd-cdi2 fake'
   'row "create, passwd + 2 CDI devices (50 spec files) → fake" create-passwd-cdi2-50 fake'
+)
+extra_pairs+=(
+  'pair "create, 2 CDI devices from one NVIDIA-sized YAML spec" "$work/cdi-1.toml" "$restore_cdi2" "$(floor_cmd "$work/cdi2")" "$(create_cmd "$work/cdi2")"'
+  'pair "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" "$(floor_cmd "$work/passwd-cdi2")" "$create_pc"'
 )
 extra_rss+=(
   'rss_row "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" $create_pc'

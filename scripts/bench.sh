@@ -2,9 +2,13 @@
 # Benchmarks specshim's whole-process cost with hyperfine and writes
 # docs/BENCHMARKS.md. Every number is a median over many runs, compared in the
 # same run against the static exit-0 fake runtime (test/fakes/recording_runtime)
-# and against plain runc. Usage: scripts/bench.sh [build-dir]
+# and against plain runc, and in interleaved pairs against the floor of any
+# exec wrapper. Usage: scripts/bench.sh [--pairs] [build-dir]
+#   --pairs  only the interleaved pairs, printed (docs/BENCHMARKS.md untouched)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+only_pairs=0
+if [ "${1:-}" = --pairs ]; then only_pairs=1; shift; fi
 build=${1:-build}
 shim="$PWD/$build/shim/specshim"
 fake="$PWD/$build/test/fakes/recording_runtime"
@@ -35,14 +39,50 @@ make_bundle "$work/passwd" 10001
 make_bundle "$disk/passwd" 10001
 printf '[runtime]\npath = "%s"\n' "$fake" > "$work/fake.toml"
 printf '[runtime]\npath = "%s"\n' "$runc" > "$work/runc.toml"
-extra_cases=() extra_rows=() extra_rss=() extra_sections=()
+extra_cases=() extra_rows=() extra_rss=() extra_sections=() extra_pairs=()
 # create_cmd BUNDLE: the create command line containerd's shim would run, as one string for hyperfine.
+# floor_cmd BUNDLE: the same command line through the floor wrapper (below).
 create_cmd() { echo "$shim --log $1/log.json --log-format json create --bundle $1 id"; }
+floor_cmd() { echo "$work/wrapper --log $1/log.json --log-format json create --bundle $1 id"; }
 # The floor of any exec wrapper: a static program that only execs the fake.
 # specshim's own work is what it costs beyond this one extra execve.
 printf '#include <unistd.h>\nint main(int c, char** v) { (void)c; execv("%s", v); return 127; }\n' "$fake" >"$work/wrapper.c"
 cc -O2 -static -o "$work/wrapper" "$work/wrapper.c"
+cc -O2 -o "$work/pairs" test/bench/pairs.c
 [ -f scripts/bench-cases.sh ] && source scripts/bench-cases.sh   # more cases from other components
+
+# Interleaved pairs (test/bench/pairs.c): each case against the floor wrapper
+# with the same command line, alternating run by run in random order, so both
+# halves of a pair see the same machine. The median of the per-pair
+# differences is specshim's own cost; this VM's noise between runs minutes
+# apart is larger than the budgets.
+pairs_runs=${BENCH_PAIRS:-300}
+: > "$work/pairs.tsv"
+pair() {  # label config prepare floor-command command
+  local line
+  line=$(SPECSHIM_CONFIG="$2" "$work/pairs" "$pairs_runs" 20 "$3" "$4" "$5") ||
+    { echo "bench: pairs for \"$1\" failed" >&2; cat "$work"/*/log.json 2>/dev/null | grep -h error | tail -2 >&2; exit 1; }
+  printf '%s\t%s\n' "$1" "$line" >>"$work/pairs.tsv"
+}
+pair "passthrough (\`state\`)" "$work/fake.toml" "" "$work/wrapper state x" "$shim state x"
+pair "create, nothing to change" "$work/fake.toml" "" "$(floor_cmd "$work/nochange")" "$(create_cmd "$work/nochange")"
+pair "create, passwd entry added" "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
+  "$(floor_cmd "$work/passwd")" "$(create_cmd "$work/passwd")"
+for c in "${extra_pairs[@]}"; do eval "$c"; done
+pairs_table() {
+  echo "## Own cost, interleaved pairs against the floor"
+  echo
+  echo "Each case and the floor wrapper (a static program that only execs the fake: what every wrapper pays) run the same"
+  echo "command line alternately, in random order, $pairs_runs pairs after 20 warm-up pairs (\`test/bench/pairs.c\`,"
+  echo "timed fork to wait). The last column is the median of the per-pair differences, with the interquartile"
+  echo "range: specshim's own cost, measured so that both halves of each pair see the same machine."
+  echo
+  echo "| case | floor median ms | specshim median ms | specshim − floor, median (p25 – p75) |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %.3f | %.3f | **%+.3f ms** (%+.3f – %+.3f) |\n", $1, $2, $3, $4, $5, $6}' "$work/pairs.tsv"
+}
+extra_sections=(pairs_table "${extra_sections[@]}")
+if [ "$only_pairs" = 1 ]; then pairs_table; exit 0; fi
 
 # hyperfine_case NAME CONFIG RUNS WARMUP PREPARE COMMAND...: one row of
 # results.tsv; a failing command stops the script with hyperfine's output.
