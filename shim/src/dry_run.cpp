@@ -37,7 +37,7 @@ int dry_run_main(const std::vector<std::string>& argv) {
     ctx.allow_allocate = allow_allocate;
     Outcome out = load_and_modify(absolute_bundle(bundle), std::move(ctx), root);
     if (format == "diff") {
-      std::cout << Json::diff(out.original, out.spec.json()).dump(2) << "\n";
+      std::cout << Json::diff(out.original(), out.spec.json()).dump(2) << "\n";
     } else {
       std::string text = out.spec.serialize();
       std::cout << text;

@@ -34,13 +34,12 @@ Outcome load_and_modify(const std::filesystem::path& bundle, Context ctx, config
       throw Error("parse `" + file.string() + "`: " + e.what());
     }
   }();
-  Json original = spec.json();
   ctx.bundle = bundle;
   ctx.kind = kind_of(spec);
   ChainResult result = chain.run(spec, ctx);
   log::debug("bundle {}: {} pass(es), changed by [{}]", bundle.string(), result.passes,
              fmt::join(result.changed_by, ", "));
-  return Outcome{std::move(spec), std::move(original), std::move(ctx), std::move(result), mode};
+  return Outcome{std::move(spec), std::move(ctx), std::move(result), mode};
 }
 
 void commit(const Outcome& out) {
@@ -50,7 +49,7 @@ void commit(const Outcome& out) {
       throw Error("internal: modifier asked to write bundle file `" + name + "`");
     fs::write_file_atomic(out.ctx.bundle, name, f.content, f.mode);
   }
-  if (out.spec.json() != out.original) fs::write_file_atomic(out.ctx.bundle, "config.json", out.spec.serialize(), out.mode);
+  if (out.spec_changed()) fs::write_file_atomic(out.ctx.bundle, "config.json", out.spec.serialize(), out.mode);
 }
 
 }  // namespace specshim::shim

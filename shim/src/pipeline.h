@@ -19,12 +19,15 @@ inline constexpr std::size_t kMaxSpecBytes = 16 << 20;
 
 struct Outcome {
   Spec spec;
-  Json original;
   Context ctx;
   ChainResult result;
   mode_t mode = 0644;
 
-  bool changed() const { return spec.json() != original || !ctx.bundle_files.empty(); }
+  // original is config.json as read (the chain keeps a copy only when a
+  // modifier changed something).
+  const Json& original() const { return result.original ? *result.original : spec.json(); }
+  bool spec_changed() const { return result.original && spec.json() != *result.original; }
+  bool changed() const { return spec_changed() || !ctx.bundle_files.empty(); }
 };
 
 // load_and_modify reads <bundle>/config.json and runs the chain built from

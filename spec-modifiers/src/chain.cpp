@@ -22,7 +22,8 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
     result.passes = pass;
     last_changed.clear();
     // One copy of the spec per pass, and one more after each change: most
-    // modifiers change nothing, and comparing costs no allocation.
+    // modifiers change nothing, and comparing costs no allocation. The copy
+    // made before the first change is kept as result.original.
     Json before = spec.json();
     for (const auto& m : modifiers_) {
       auto files_before = ctx.bundle_files.size();
@@ -38,6 +39,8 @@ ChainResult Chain::run(Spec& spec, Context& ctx) const {
         result.changed_by.emplace_back(m->name());
       if (log::enabled(log::Level::debug))
         log::debug("pass {}: {} changed {}", pass, m->name(), Json::diff(before, spec.json()).dump());
+      // The first change is in pass 1, so `before` is still the spec as it came in.
+      if (!result.original) result.original = std::move(before);
       before = spec.json();
     }
     if (last_changed.empty()) return result;

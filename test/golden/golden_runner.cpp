@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   shim::Outcome again = test::run_pipeline(bundle, config);
   if (again.changed()) {
     std::cerr << "not idempotent: a second run changed the spec by "
-              << Json::diff(again.original, again.spec.json()).dump(2) << " and wrote "
+              << Json::diff(again.original(), again.spec.json()).dump(2) << " and wrote "
               << again.ctx.bundle_files.size() << " file(s)\n";
     ++failures;
   }

@@ -55,13 +55,25 @@ TEST_CASE("chain runs until a whole pass changes nothing") {
   REQUIRE(spec.json()["b"] == 1);
   REQUIRE(r.passes == 4);  // three changing passes, one quiet one
   REQUIRE(r.changed_by == std::vector<std::string>{"a", "b"});
+  REQUIRE(r.original == Json::object());  // the spec as it came in, kept from before the first change
+}
+
+TEST_CASE("chain keeps the original from before the first change, even when a later modifier changes first") {
+  Chain chain(mods(std::make_unique<Counter>("a", 0), std::make_unique<Counter>("b", 2)));
+  Spec spec = Spec::parse(R"({"x": 1})");
+  Context ctx;
+  ChainResult r = chain.run(spec, ctx);
+  REQUIRE(r.original == Json::parse(R"({"x": 1})"));
+  REQUIRE(spec.json() == Json::parse(R"({"x": 1, "b": 2})"));
 }
 
 TEST_CASE("chain that changes nothing reports one pass") {
   Chain chain(mods(std::make_unique<Counter>("a", 0)));
   Spec spec = Spec::parse("{}");
   Context ctx;
-  REQUIRE(chain.run(spec, ctx).passes == 1);
+  ChainResult r = chain.run(spec, ctx);
+  REQUIRE(r.passes == 1);
+  REQUIRE_FALSE(r.original);  // no copy kept when nothing changed
   REQUIRE(spec.json() == Json::object());
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,9 @@
 namespace specshim {
 
 struct ChainResult {
-  int passes = 0;                      // passes run, the last one changed nothing
+  int passes = 0;                       // passes run, the last one changed nothing
   std::vector<std::string> changed_by;  // modifiers that changed the spec, in first-change order
+  std::optional<Json> original;         // the spec before the first change; empty: none changed it
 };
 
 // Chain applies its modifiers in order, pass after pass, until a whole pass
