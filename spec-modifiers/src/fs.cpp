@@ -128,8 +128,9 @@ void fill(int fd, std::string_view name, std::string_view content, mode_t mode, 
 
 // link_unnamed gives the O_TMPFILE file fd the name `to` in dfd and returns
 // 0 or an errno. It links through /proc/self/fd, which needs no capability;
-// without /proc it tries the AT_EMPTY_PATH form, which needs
-// CAP_DAC_READ_SEARCH and fails with ENOENT without it.
+// without /proc it tries the AT_EMPTY_PATH form, which older kernels allow
+// only with CAP_DAC_READ_SEARCH (ENOENT without it; 6.18 allows the file's
+// opener).
 int link_unnamed(int fd, int dfd, const std::string& to) {
   std::string self = "/proc/self/fd/" + std::to_string(fd);
   if (::linkat(AT_FDCWD, self.c_str(), dfd, to.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
@@ -148,7 +149,7 @@ int link_unnamed(int fd, int dfd, const std::string& to) {
 // the next create's remove_stale_temps deletes. RENAME_EXCHANGE does not
 // help: the old file would then sit under the temp name until an unlink.
 // Returns false when the filesystem has no O_TMPFILE or the file cannot be
-// linked (no /proc and no CAP_DAC_READ_SEARCH); nothing was created then.
+// linked (no /proc, and flink refused); nothing was created then.
 bool write_unnamed(int dfd, const std::filesystem::path& dir, std::string_view name, std::string_view content,
                    mode_t mode) {
   std::string target(name);
