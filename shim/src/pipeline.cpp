@@ -42,7 +42,23 @@ Outcome load_and_modify(const std::filesystem::path& bundle, Context ctx, config
   return Outcome{std::move(spec), std::move(ctx), std::move(result), mode};
 }
 
+namespace {
+
+void clear_stale_temps(const std::filesystem::path& bundle) {
+  // A leftover does not change what runs, so a scan that fails is logged and
+  // the create goes on; a bundle that cannot be written fails in the writes.
+  try {
+    for (const auto& name : fs::remove_stale_temps(bundle))
+      log::info("removed stale temp file `{}`", (bundle / name).string());
+  } catch (const Error& e) {
+    log::warn("{}", describe(e));
+  }
+}
+
+}  // namespace
+
 void commit(const Outcome& out) {
+  clear_stale_temps(out.ctx.bundle);
   if (!out.changed()) return;
   for (const auto& [name, f] : out.ctx.bundle_files) {
     if (name.empty() || name.find('/') != std::string::npos || name == "config.json" || name[0] == '.')

@@ -34,8 +34,10 @@ struct Outcome {
 // root's config on it. Nothing is written. Throws Error with context.
 Outcome load_and_modify(const std::filesystem::path& bundle, Context ctx, config::Section& root);
 
-// commit writes the modifiers' bundle files, then config.json, each
-// atomically. Does nothing when nothing changed.
+// commit removes the temp files killed creates left in the bundle
+// (fs::remove_stale_temps), then writes the modifiers' bundle files, then
+// config.json, each atomically; it writes nothing when nothing changed.
+// dry-run never calls it.
 void commit(const Outcome& out);
 
 // absolute_bundle resolves a --bundle value (or the cwd when absent).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/fs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -14,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -91,43 +94,184 @@ std::string read_regular_file(const std::filesystem::path& path, std::size_t max
   return read_capped(fd.get(), st, max_bytes, q(path));
 }
 
-void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content,
-                       mode_t mode) {
-  std::random_device rd;
-  std::string tmp_name = "." + std::string(name) + ".specshim-" + std::to_string(::getpid()) + "-" +
-                         std::to_string(rd() & 0xffffff) + ".tmp";
-  std::filesystem::path tmp = dir / tmp_name;
-  std::filesystem::path target = dir / std::string(name);
+namespace {
 
-  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dfd) throw_errno("open bundle directory " + q(dir));
-  Fd fd(::openat(dfd.get(), tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-  if (!fd) throw_errno("create " + q(tmp));
-  auto fail = [&](const std::string& what) {
-    int err = errno;
-    ::unlinkat(dfd.get(), tmp_name.c_str(), 0);
-    throw_errno(what, err);
-  };
-  if (::fchmod(fd.get(), mode) != 0) fail("chmod " + q(tmp));  // umask must not narrow the original mode
+// A named temp file is "." + name + kTempMark + pid + "-" + random + kTempSuffix,
+// the name remove_stale_temps looks for. Older specshims used the same name.
+constexpr std::string_view kTempMark = ".specshim-";
+constexpr std::string_view kTempSuffix = ".tmp";
+
+std::string temp_name(std::string_view name) {
+  std::random_device rd;
+  return "." + std::string(name) + std::string(kTempMark) + std::to_string(::getpid()) + "-" +
+         std::to_string(rd() & 0xffffff) + std::string(kTempSuffix);
+}
+
+// fill gives a new temp file fd its mode (the umask must not narrow the
+// original one) and content, and fsyncs it; what names it in errors.
+void fill(int fd, std::string_view name, std::string_view content, mode_t mode, const std::string& what) {
+  if (::fchmod(fd, mode) != 0) throw_errno("chmod " + what);
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {
-    ssize_t n = ::write(fd.get(), p, left);
+    ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("write " + q(tmp));
+      throw_errno("write " + what);
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
   fault_point(name, "after-temp-write");
-  if (::fsync(fd.get()) != 0) fail("fsync " + q(tmp));
-  if (::close(fd.release()) != 0) fail("close " + q(tmp));
-  fault_point(name, "before-rename");
-  if (::renameat(dfd.get(), tmp_name.c_str(), dfd.get(), std::string(name).c_str()) != 0)
-    fail("rename " + q(tmp) + " to " + q(target));
+  if (::fsync(fd) != 0) throw_errno("fsync " + what);
+}
+
+// link_unnamed gives the O_TMPFILE file fd the name `to` in dfd and returns
+// 0 or an errno. It links through /proc/self/fd, which needs no capability;
+// without /proc it tries the AT_EMPTY_PATH form, which older kernels allow
+// only with CAP_DAC_READ_SEARCH (ENOENT without it; 6.18 allows the file's
+// opener).
+int link_unnamed(int fd, int dfd, const std::string& to) {
+  std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), dfd, to.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+  if (errno != ENOENT) return errno;
+  return ::linkat(fd, "", dfd, to.c_str(), AT_EMPTY_PATH) == 0 ? 0 : errno;
+}
+
+// write_unnamed is write_file_atomic through an O_TMPFILE file: the content
+// is written and fsync'd with no name in dir, so a kill up to then leaves
+// nothing. A new file is then linked under its own name (linkat never
+// replaces, so that is atomic and leaves nothing either). An existing one
+// cannot be: Linux has no call that puts an unnamed inode over a name, and
+// linkat fails with EEXIST. So the whole file is linked to a temp name and
+// renamed over the target at once; only a kill between those two calls
+// (no data written, no fsync between them) leaves a temp file, whole, which
+// the next create's remove_stale_temps deletes. RENAME_EXCHANGE does not
+// help: the old file would then sit under the temp name until an unlink.
+// Returns false when the filesystem has no O_TMPFILE or the file cannot be
+// linked (no /proc, and flink refused); nothing was created then.
+bool write_unnamed(int dfd, const std::filesystem::path& dir, std::string_view name, std::string_view content,
+                   mode_t mode) {
+  std::string target(name);
+  Fd fd(::openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
+  if (!fd) {
+    // Old kernels see O_DIRECTORY | O_WRONLY (EISDIR); filesystems without it say EOPNOTSUPP (or EINVAL, ENOENT).
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL || errno == ENOENT) return false;
+    throw_errno("create unnamed file in " + q(dir));
+  }
+  std::string what = "unnamed file for " + q(dir / target);
+  fill(fd.get(), name, content, mode, what);
+  int err = link_unnamed(fd.get(), dfd, target);
+  if (err == EEXIST) {
+    std::string tmp_name = temp_name(name);
+    err = link_unnamed(fd.get(), dfd, tmp_name);
+    if (err == 0) {
+      fault_point(name, "before-rename");
+      if (::renameat(dfd, tmp_name.c_str(), dfd, target.c_str()) != 0) {
+        err = errno;
+        ::unlinkat(dfd, tmp_name.c_str(), 0);
+        throw_errno("rename " + q(dir / tmp_name) + " to " + q(dir / target), err);
+      }
+      return true;
+    }
+    target = tmp_name;
+  }
+  if (err == 0) return true;
+  if (err == ENOENT) return false;
+  throw_errno("link " + what + " as " + q(dir / target), err);
+}
+
+// write_named is write_file_atomic through a named temp file, for
+// filesystems without O_TMPFILE: a kill at any point between its creation
+// and the rename leaves it behind (maybe partial) for remove_stale_temps.
+void write_named(int dfd, const std::filesystem::path& dir, std::string_view name, std::string_view content,
+                 mode_t mode) {
+  std::string tmp_name = temp_name(name);
+  std::filesystem::path tmp = dir / tmp_name;
+  Fd fd(::openat(dfd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) throw_errno("create " + q(tmp));
+  try {
+    fill(fd.get(), name, content, mode, q(tmp));
+    if (::close(fd.release()) != 0) throw_errno("close " + q(tmp));
+    fault_point(name, "before-rename");
+    if (::renameat(dfd, tmp_name.c_str(), dfd, std::string(name).c_str()) != 0)
+      throw_errno("rename " + q(tmp) + " to " + q(dir / std::string(name)));
+  } catch (const Error&) {
+    ::unlinkat(dfd, tmp_name.c_str(), 0);
+    throw;
+  }
+}
+
+// is_number: a non-empty run of at most max decimal digits, no leading zero.
+bool is_number(std::string_view s, std::size_t max) {
+  return !s.empty() && s.size() <= max && s[0] != '0' &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content, mode_t mode,
+                       TempFile temp) {
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dfd) throw_errno("open bundle directory " + q(dir));
+  if (temp == TempFile::named || !write_unnamed(dfd.get(), dir, name, content, mode))
+    write_named(dfd.get(), dir, name, content, mode);
   fault_point(name, "after-rename");
   if (::fsync(dfd.get()) != 0) throw_errno("fsync " + q(dir));
+}
+
+std::optional<pid_t> temp_file_owner(std::string_view entry) {
+  // "." name ".specshim-" pid "-" random ".tmp"; name is a bundle file name
+  // (never starts with "."), pid a positive pid, random at most 0xffffff.
+  if (entry.size() < 2 || entry[0] != '.' || entry[1] == '.' || !entry.ends_with(kTempSuffix)) return std::nullopt;
+  entry.remove_suffix(kTempSuffix.size());
+  std::size_t mark = entry.rfind(kTempMark);
+  if (mark == std::string_view::npos || mark < 2) return std::nullopt;
+  std::string_view numbers = entry.substr(mark + kTempMark.size());
+  std::size_t dash = numbers.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  std::string_view pid = numbers.substr(0, dash), random = numbers.substr(dash + 1);
+  if (!is_number(pid, 10) || !(random == "0" || is_number(random, 8))) return std::nullopt;
+  long long value = std::stoll(std::string(pid));
+  if (value > std::numeric_limits<pid_t>::max()) return std::nullopt;
+  return static_cast<pid_t>(value);
+}
+
+std::vector<std::string> remove_stale_temps(const std::filesystem::path& dir) {
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dfd) throw_errno("open bundle directory " + q(dir));
+  std::vector<std::string> stale;
+  {
+    // fdopendir takes over its own descriptor; dfd stays for the unlinks.
+    int list_fd = ::fcntl(dfd.get(), F_DUPFD_CLOEXEC, 0);
+    DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+    if (!d) {
+      int err = errno;
+      if (list_fd >= 0) ::close(list_fd);
+      throw_errno("list bundle directory " + q(dir), err);
+    }
+    std::unique_ptr<DIR, int (*)(DIR*)> closer(d, ::closedir);
+    errno = 0;
+    while (const dirent* e = ::readdir(d)) {
+      std::optional<pid_t> owner = temp_file_owner(e->d_name);
+      // The writer is gone, or is this process, which has no write in flight
+      // while it scans. A live writer (or a reused pid) keeps its file.
+      if (owner && (*owner == ::getpid() || (::kill(*owner, 0) != 0 && errno == ESRCH))) stale.emplace_back(e->d_name);
+      errno = 0;
+    }
+    if (errno != 0) throw_errno("list bundle directory " + q(dir));
+  }
+  std::vector<std::string> removed;
+  for (const std::string& name : stale) {
+    struct stat st {};
+    if (::fstatat(dfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::unlinkat(dfd.get(), name.c_str(), 0) != 0) {
+      if (errno == ENOENT) continue;
+      throw_errno("remove stale temp file " + q(dir / name));
+    }
+    removed.push_back(name);
+  }
+  return removed;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -371,4 +372,28 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
       CHECK_THAT(msg, Catch::Contains((dir / f).string()));
     CHECK(msg.find("v000.yaml") == std::string::npos);
   }
+}
+
+TEST_CASE("create removes the temp files of dead creates, even with nothing to change; dry-run removes none") {
+  Cli c;
+  const std::string dead = ".config.json.specshim-99999999-1.tmp";  // above any pid_max: no such process
+  const std::string live = ".config.json.specshim-" + std::to_string(::getpid()) + "-2.tmp";
+  const std::string other = ".config.json.specshim-99999999-1.tmp~";
+  for (const auto& name : {dead, live, other}) write_file(c.bundle / name, "partial");
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (auto& e : fs::directory_iterator(c.bundle)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto before = names();
+  REQUIRE(c.shim({"dry-run", "--bundle", c.bundle.string()}).exit_code == 0);
+  REQUIRE(names() == before);
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);  // uid 0: nothing to change
+  auto after = names();
+  REQUIRE(std::find(after.begin(), after.end(), dead) == after.end());
+  REQUIRE(std::find(after.begin(), after.end(), live) != after.end());
+  REQUIRE(std::find(after.begin(), after.end(), other) != after.end());
 }

@@ -107,14 +107,19 @@ TEST_CASE("faults: SIGKILL at any step of the write leaves config.json old or ne
   std::string rewritten = norm(ref.dir, read_file(ref.dir / "config.json"));
   REQUIRE(rewritten != ref.original);
 
+  // leftovers: the temp files a kill at that point leaves (before the retry
+  // removes them). Only a kill between the link of the whole unnamed file to
+  // its temp name and the rename over config.json leaves one.
   struct Point {
     const char* name;
     bool expect_new;
+    std::size_t leftovers;
   };
-  auto p = GENERATE(values<Point>({{"specshim-passwd:after-rename", false},
-                                   {"config.json:after-temp-write", false},
-                                   {"config.json:before-rename", false},
-                                   {"config.json:after-rename", true}}));
+  auto p = GENERATE(values<Point>({{"specshim-passwd:after-temp-write", false, 0},
+                                   {"specshim-passwd:after-rename", false, 0},
+                                   {"config.json:after-temp-write", false, 0},
+                                   {"config.json:before-rename", false, 1},
+                                   {"config.json:after-rename", true, 0}}));
   INFO("fault point " << p.name);
   RewritingBundle b;
   auto r = b.create({{"SPECSHIM_FAULT", p.name}});
@@ -124,8 +129,29 @@ TEST_CASE("faults: SIGKILL at any step of the write leaves config.json old or ne
   std::string now = read_file(b.dir / "config.json");
   REQUIRE(norm(b.dir, now) == (p.expect_new ? rewritten : b.original));
   REQUIRE_NOTHROW(nlohmann::json::parse(now));
-  // A retry after the crash converges on the same result and runs the runtime.
+  auto left = b.leftovers();
+  REQUIRE(left.size() == p.leftovers);
+  for (const auto& name : left) REQUIRE(norm(b.dir, read_file(b.dir / name)) == rewritten);  // whole
+  // A retry after the crash converges on the same result, runs the runtime,
+  // and removes the dead create's temp file.
   REQUIRE(b.create().exit_code == 0);
   REQUIRE(b.runtime_ran());
   REQUIRE(norm(b.dir, read_file(b.dir / "config.json")) == rewritten);
+  REQUIRE(b.leftovers().empty());
+}
+
+TEST_CASE("faults: SIGKILL while replacing existing generated files leaves them whole, the retry cleans up") {
+  RewritingBundle b;
+  REQUIRE(b.create().exit_code == 0);
+  std::string passwd = read_file(b.dir / "specshim-passwd");
+  // The second create rewrites specshim-passwd (it exists now) from the original config.json.
+  write_file(b.dir / "config.json", b.original);
+  auto point = GENERATE("specshim-passwd:after-temp-write", "specshim-passwd:before-rename");
+  INFO("fault point " << point);
+  REQUIRE(b.create({{"SPECSHIM_FAULT", point}}).signaled);
+  REQUIRE(read_file(b.dir / "specshim-passwd") == passwd);
+  REQUIRE(read_file(b.dir / "config.json") == b.original);
+  REQUIRE(b.leftovers().size() == (std::string_view(point).ends_with("before-rename") ? 1u : 0u));
+  REQUIRE(b.create().exit_code == 0);
+  REQUIRE(b.leftovers().empty());
 }

@@ -10,10 +10,20 @@
 
 namespace specshim::test {
 
-TempDir::TempDir() {
+namespace {
+
+std::filesystem::path tmpdir() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/specshim-test-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return base && *base ? base : "/tmp";
+}
+
+}  // namespace
+
+TempDir::TempDir() : TempDir(tmpdir()) {}
+
+TempDir::TempDir(const std::filesystem::path& base) {
+  std::string tmpl = (base / "specshim-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp in " + base.string() + " failed");
   path_ = tmpl;
 }
 

@@ -8,11 +8,12 @@
 
 namespace specshim::test {
 
-// TempDir is a fresh directory under $TMPDIR (or /tmp), removed with its
-// contents when the object goes away.
+// TempDir is a fresh directory under $TMPDIR (or /tmp), or under base,
+// removed with its contents when the object goes away.
 class TempDir {
  public:
   TempDir();
+  explicit TempDir(const std::filesystem::path& base);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "specshim/error.h"
 
@@ -45,11 +46,38 @@ class Fd {
 // for anything else (missing, directory, FIFO, too large) naming the path.
 std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes);
 
-// write_file_atomic replaces dir/name with content: a temp file in dir created
-// with mode, written, fsync'd, renamed over name, then dir fsync'd. Readers
-// see the old file or the new one, never a partial one; on failure the temp
-// file is removed and dir/name is untouched.
-void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content, mode_t mode);
+// TempFile picks where write_file_atomic writes the new content first:
+// unnamed uses an O_TMPFILE file and falls back to a named temp file when the
+// filesystem or kernel lacks O_TMPFILE; named always uses a named temp file
+// (tests use it to cover the fallback on any filesystem).
+enum class TempFile { unnamed, named };
+
+// write_file_atomic replaces dir/name with content, created with mode, then
+// fsyncs dir. Readers see the old file or the new one, never a partial one;
+// on failure dir/name is untouched and no temp file is left. The new content
+// is written and fsync'd in an unnamed (O_TMPFILE) file, linked to a temp
+// name, and renamed over name; a new name is linked directly. A SIGKILL
+// leaves a temp file only between that link and the rename (a whole file,
+// for remove_stale_temps); with a named temp file (TempFile::named, or no
+// O_TMPFILE) from its creation to the rename. Temp files are named
+// ".<name>.specshim-<pid>-<random>.tmp". Fault points (fault_point):
+// after-temp-write, before-rename (only when name exists), after-rename.
+void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content, mode_t mode,
+                       TempFile temp = TempFile::unnamed);
+
+// temp_file_owner returns the pid in a temp file name write_file_atomic
+// makes, and nullopt for any other name.
+std::optional<pid_t> temp_file_owner(std::string_view entry);
+
+// remove_stale_temps removes from dir the temp files killed writers left:
+// regular files named exactly as write_file_atomic names them, whose pid no
+// longer exists (kill(pid, 0) fails with ESRCH) or is this process, which
+// has no write in flight when it calls this. A live pid keeps its file: it
+// may be a writer in flight, or a reused pid (the file then goes on a later
+// call). Symlinks, directories and other names are left alone and nothing
+// is followed. One readdir of dir. Returns the names removed; throws Error
+// when dir cannot be read or a file cannot be removed.
+std::vector<std::string> remove_stale_temps(const std::filesystem::path& dir);
 
 // NotFound is what the in-root functions throw when the path does not exist
 // inside the root (ENOENT). Every other failure is a plain Error.
