@@ -58,8 +58,11 @@ void clear_stale_temps(const std::filesystem::path& bundle) {
 }  // namespace
 
 void commit(const Outcome& out) {
-  clear_stale_temps(out.ctx.bundle);
+  // Only a create that writes scans for leftovers: a temp file is left only
+  // by a create that was replacing config.json, and the same create run
+  // again writes too. One that changes nothing stays off the directory.
   if (!out.changed()) return;
+  clear_stale_temps(out.ctx.bundle);
   for (const auto& [name, f] : out.ctx.bundle_files) {
     if (name.empty() || name.find('/') != std::string::npos || name == "config.json" || name[0] == '.')
       throw Error("internal: modifier asked to write bundle file `" + name + "`");

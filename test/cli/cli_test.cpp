@@ -374,7 +374,7 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
-TEST_CASE("create removes the temp files of dead creates, even with nothing to change; dry-run removes none") {
+TEST_CASE("a create that writes removes the temp files of dead creates; nothing to change and dry-run remove none") {
   Cli c;
   const std::string dead = ".config.json.specshim-99999999-1.tmp";  // above any pid_max: no such process
   const std::string live = ".config.json.specshim-" + std::to_string(::getpid()) + "-2.tmp";
@@ -389,9 +389,18 @@ TEST_CASE("create removes the temp files of dead creates, even with nothing to c
   auto before = names();
   REQUIRE(c.shim({"dry-run", "--bundle", c.bundle.string()}).exit_code == 0);
   REQUIRE(names() == before);
-  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);  // uid 0: nothing to change
+  // Nothing to change (uid 0, no request): nothing is written and the bundle is not even read.
+  REQUIRE(c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"})).exit_code == 0);
+  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);
+  REQUIRE(names() == before);
+  // A CDI request: config.json is rewritten, and the dead create's file goes first.
+  write_file(c.tmp / "cdi/vendor.yaml",
+             "cdiVersion: 0.3.0\nkind: vendor.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
+  c.write_config("[cdi]\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
+  write_file(c.bundle / "config.json",
+             R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})");
+  REQUIRE(c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"})).exit_code == 0);
+  REQUIRE_THAT(read_file(c.bundle / "config.json"), Catch::Contains("A=1"));
   auto after = names();
   REQUIRE(std::find(after.begin(), after.end(), dead) == after.end());
   REQUIRE(std::find(after.begin(), after.end(), live) != after.end());
