@@ -6,18 +6,20 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <limits>
 #include <memory>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -102,9 +104,14 @@ constexpr std::string_view kTempMark = ".specshim-";
 constexpr std::string_view kTempSuffix = ".tmp";
 
 std::string temp_name(std::string_view name) {
-  std::random_device rd;
+  // getrandom(2), not std::random_device: that one probes the CPU for
+  // RDRAND first, and CPUID traps to the hypervisor on a VM.
+  // Any value will do: O_EXCL or linkat's EEXIST catch a clash.
+  std::uint32_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
+    r = static_cast<std::uint32_t>(::time(nullptr));
   return "." + std::string(name) + std::string(kTempMark) + std::to_string(::getpid()) + "-" +
-         std::to_string(rd() & 0xffffff) + std::string(kTempSuffix);
+         std::to_string(r & 0xffffff) + std::string(kTempSuffix);
 }
 
 // fill gives a new temp file fd its mode (the umask must not narrow the
