@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -135,7 +136,14 @@ TEST_CASE("kill: random SIGKILLs during creates leave config.json whole and, aft
   std::mt19937 rng(seed);
   // Up to 1.2 create durations after the spawn: some kills land before the
   // first write, some after the exec of the runtime, most during the writes.
-  std::uniform_int_distribution<long> delay_us(0, static_cast<long>(median_us * 1.2));
+  // The duration is the median of the last retries (full creates), so the
+  // delays follow the machine's load as it changes during the run.
+  std::deque<double> recent(durations.begin(), durations.end());
+  auto delay_us = [&] {
+    std::vector<double> sorted(recent.begin(), recent.end());
+    std::sort(sorted.begin(), sorted.end());
+    return std::uniform_int_distribution<long>(0, static_cast<long>(sorted[sorted.size() / 2] * 1.2))(rng);
+  };
 
   int killed = 0, finished = 0, old_text = 0, new_text = 0, left_by_kill = 0;
   std::vector<std::string> broken;  // what went wrong, per try
@@ -145,7 +153,7 @@ TEST_CASE("kill: random SIGKILLs during creates leave config.json whole and, aft
     b.reset();
     auto start = Clock::now();
     pid_t pid = b.spawn();
-    std::this_thread::sleep_until(start + std::chrono::microseconds(delay_us(rng)));
+    std::this_thread::sleep_until(start + std::chrono::microseconds(delay_us()));
     ::kill(pid, SIGKILL);
     int status = DiskBundle::wait(pid);
     (WIFSIGNALED(status) ? killed : finished)++;
@@ -165,7 +173,10 @@ TEST_CASE("kill: random SIGKILLs during creates leave config.json whole and, aft
     left_by_kill += static_cast<int>(b.temps().size());
 
     // A retry (as containerd's would be) completes and cleans up.
+    auto retry_start = Clock::now();
     int retry = DiskBundle::wait(b.spawn());
+    recent.push_back(std::chrono::duration<double, std::micro>(Clock::now() - retry_start).count());
+    if (recent.size() > 15) recent.pop_front();
     if (!WIFEXITED(retry) || WEXITSTATUS(retry) != 0) broken.push_back(at + "the create after the kill failed");
     if (read_file(b.dir / "config.json") != rewritten) broken.push_back(at + "config.json not rewritten by the retry");
     for (const auto& t : b.temps()) broken.push_back(at + "left after the retry: " + t);
