@@ -127,6 +127,36 @@ ResourceDevices from_proto(const google::protobuf::RepeatedPtrField<v1::Containe
   return out;
 }
 
+// numa_nodes reads a TopologyInfo of either API (v1 or v1beta1).
+template <typename TopologyInfo>
+std::vector<std::int64_t> numa_nodes(const TopologyInfo& topology) {
+  std::vector<std::int64_t> out;
+  for (const auto& n : topology.nodes()) out.push_back(n.id());
+  return out;
+}
+
+ClaimResource from_proto(const v1::ClaimResource& r) {
+  ClaimResource out{r.driver_name(), r.pool_name(), r.device_name(), {}, std::nullopt};
+  for (const auto& c : r.cdi_devices()) out.cdi_devices.push_back(c.name());
+  if (r.has_share_id()) out.share_id = r.share_id();
+  return out;
+}
+
+// assignment_of reads what a container holds besides devices: exclusive
+// CPUs, pinned memory and DRA claims, all absent from older kubelets.
+ContainerAssignment assignment_of(const v1::ContainerResources& c) {
+  ContainerAssignment out;
+  out.cpu_ids.assign(c.cpu_ids().begin(), c.cpu_ids().end());
+  for (const auto& m : c.memory()) out.memory.push_back({m.memory_type(), m.size(), numa_nodes(m.topology())});
+  for (const auto& d : c.dynamic_resources()) {
+    DynamicResource& claim = out.dynamic_resources.emplace_back();
+    claim.claim_name = d.claim_name();
+    claim.claim_namespace = d.claim_namespace();
+    for (const auto& r : d.claim_resources()) claim.claim_resources.push_back(from_proto(r));
+  }
+  return out;
+}
+
 PodResources from_proto(const v1::PodResources& pod) {
   PodResources out{pod.namespace_(), pod.name(), {}};
   for (const auto& c : pod.containers()) {
@@ -136,6 +166,7 @@ PodResources from_proto(const v1::PodResources& pod) {
       for (auto& id : ids)
         if (std::find(to.begin(), to.end(), id) == to.end()) to.push_back(id);
     }
+    if (auto assigned = assignment_of(c); !assigned.empty()) out.assignments[c.name()] = std::move(assigned);
   }
   return out;
 }
@@ -151,9 +182,7 @@ AllocateResponse from_proto(const v1beta1::ContainerAllocateResponse& r) {
 }
 
 Device from_proto(const v1beta1::Device& d) {
-  Device out{d.id(), d.health(), {}};
-  for (const auto& n : d.topology().nodes()) out.numa_nodes.push_back(n.id());
-  return out;
+  return {d.id(), d.health(), numa_nodes(d.topology())};
 }
 
 bool get_disabled(const grpc::Status& s) {

@@ -56,7 +56,14 @@ TEST_CASE("specshim-fake-kubelet serves a kubelet, plugins and a checkpoint from
                                           R"(",
     "get": "disabled",
     "pods": [{"namespace": "ns", "name": "pod", "uid": "uid-1",
-              "containers": {"main": {"nvidia.com/gpu": ["GPU-a"]}}}],
+              "containers": {"main": {"nvidia.com/gpu": ["GPU-a"]}},
+              "assignments": {"main": {"cpu_ids": [4, 5],
+                                       "memory": [{"memory_type": "memory", "size": 1024, "numa_nodes": [1]}],
+                                       "dynamic_resources": [{"claim_name": "gpus", "claim_namespace": "ns",
+                                           "claim_resources": [{"driver_name": "gpu.example.com",
+                                               "pool_name": "node-1", "device_name": "gpu-0",
+                                               "cdi_devices": ["example.com/gpu=gpu-0"],
+                                               "share_id": "s-1"}]}]}}}],
     "plugins": [{"socket": "nvidia.sock", "devices": ["GPU-a", "GPU-b"], "register": "nvidia.com/gpu",
                  "allocate": {"envs": {"NVIDIA_VISIBLE_DEVICES": "GPU-a"},
                               "devices": [{"container_path": "/dev/nvidia0", "host_path": "/dev/nvidia0",
@@ -72,6 +79,11 @@ TEST_CASE("specshim-fake-kubelet serves a kubelet, plugins and a checkpoint from
   auto pod = client->pod_resources("ns", "pod", budget);
   auto ids = pod.containers.at("main").at("nvidia.com/gpu");
   CHECK(ids == std::vector<std::string>{"GPU-a"});
+  CHECK(pod.assignment("main") ==
+        kubelet::ContainerAssignment{
+            {4, 5},
+            {{"memory", 1024, {1}}},
+            {{"gpus", "ns", {{"gpu.example.com", "node-1", "gpu-0", {"example.com/gpu=gpu-0"}, "s-1"}}}}});
   auto socket = client->plugin_for_resource("nvidia.com/gpu", "", ids, budget);
   CHECK(socket.filename() == "nvidia.sock");
   auto answer = client->allocate(socket, "nvidia.com/gpu", ids, budget);

@@ -66,6 +66,24 @@ std::chrono::milliseconds timed(Fn&& fn) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
 }
 
+// dra_assignment is a container with a claim for two GPUs (one CDI device
+// each), a claim for a shared NIC of another driver, exclusive CPUs and
+// memory on two NUMA nodes.
+kubelet::ContainerAssignment dra_assignment() {
+  kubelet::ContainerAssignment a;
+  a.cpu_ids = {2, 3, 34, 35};
+  a.memory = {{"memory", 8ull << 30, {0, 1}}, {"hugepages-1Gi", 2ull << 30, {1}}};
+  a.dynamic_resources = {
+      {"pod-gpus-x7k2p",
+       "ns",
+       {{"gpu.nvidia.com", "node-1", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, std::nullopt},
+        {"gpu.nvidia.com", "node-1", "gpu-1", {"k8s.gpu.nvidia.com/device=gpu-1"}, std::nullopt}}},
+      {"pod-nic-q9d4w",
+       "ns",
+       {{"dra.net", "node-1", "eth3", {"dra.net/nic=eth3", "dra.net/rdma=mlx5_3"}, "9f4e1c2a-share"}}}};
+  return a;
+}
+
 struct Node {
   test::TempDir tmp;
   fs::path root = tmp.path();
@@ -89,6 +107,49 @@ TEST_CASE("pod_resources uses Get, groups by resource and drops per-NUMA repeats
   CHECK(node.kubelet.calls("Get") == 1);
   CHECK(node.kubelet.calls("List") == 0);
   CHECK(node.kubelet.authority() == "localhost");
+}
+
+TEST_CASE("pod_resources carries exclusive CPUs, memory and DRA claims, through Get and through List") {
+  auto kind = implementation();
+  bool list = GENERATE(false, true);
+  Node node;
+  node.kubelet.add_pod("ns", "pod", "uid", {{"main", {{"nvidia.com/gpu", {"GPU-a"}}}}, {"sidecar", {}}});
+  node.kubelet.assign("ns", "pod", "main", dra_assignment());
+  node.kubelet.assign("ns", "pod", "claims-only", {{}, {}, {{"pod-tpu", "ns", {{"tpu.example.com", "", "", {}, ""}}}}});
+  if (list) node.kubelet.disable_get();
+  auto client = make_client(kind, node.root);
+  auto got = client->pod_resources("ns", "pod", Budget(2000ms));
+  CHECK(got.containers == std::map<std::string, kubelet::ResourceDevices>{
+                              {"main", {{"nvidia.com/gpu", {"GPU-a"}}}}, {"sidecar", {}}, {"claims-only", {}}});
+  CHECK(got.assignment("main") == dra_assignment());
+  const auto& gpus = got.assignment("main").dynamic_resources.at(0).claim_resources;
+  CHECK(gpus.size() == 2);
+  CHECK_FALSE(gpus.at(1).share_id.has_value());
+  CHECK(got.assignment("main").dynamic_resources.at(1).claim_resources.at(0).share_id == "9f4e1c2a-share");
+  // An empty share_id is present all the same (proto3 optional has presence).
+  CHECK(got.assignment("claims-only").dynamic_resources.at(0).claim_resources.at(0).share_id == "");
+  CHECK(got.assignment("claims-only").cpu_ids.empty());
+  CHECK(got.assignment("sidecar").empty());
+  CHECK(got.assignments.count("sidecar") == 0);
+  CHECK(node.kubelet.calls(list ? "List" : "Get") == 1);
+}
+
+TEST_CASE("pod_resources from a kubelet without CPUs, memory and claims gives empty assignments") {
+  auto kind = implementation();
+  bool list = GENERATE(false, true);
+  Node node;
+  node.kubelet.add_pod("ns", "pod", "uid", {{"main", {{"nvidia.com/gpu", {"GPU-a"}}}}});
+  node.kubelet.add_pod("ns", "other", "uid2", {{"main", {}}});
+  node.kubelet.assign("ns", "other", "main", dra_assignment());
+  if (list) node.kubelet.disable_get();
+  auto client = make_client(kind, node.root);
+  auto got = client->pod_resources("ns", "pod", Budget(2000ms));
+  CHECK(got.assignments.empty());
+  const auto& ctr = got.assignment("main");
+  CHECK(ctr.cpu_ids.empty());
+  CHECK(ctr.memory.empty());
+  CHECK(ctr.dynamic_resources.empty());
+  CHECK(got.assignment("no-such-container").empty());
 }
 
 TEST_CASE("pod_resources falls back to List when Get is disabled or unimplemented") {

@@ -70,6 +70,30 @@ void add_devices(v1::ContainerResources* c, const kubelet::ResourceDevices& devi
   }
 }
 
+void add_claim(v1::DynamicResource* out, const kubelet::DynamicResource& claim) {
+  out->set_claim_name(claim.claim_name);
+  out->set_claim_namespace(claim.claim_namespace);
+  for (const auto& r : claim.claim_resources) {
+    auto* cr = out->add_claim_resources();
+    for (const auto& cdi : r.cdi_devices) cr->add_cdi_devices()->set_name(cdi);
+    cr->set_driver_name(r.driver_name);
+    cr->set_pool_name(r.pool_name);
+    cr->set_device_name(r.device_name);
+    if (r.share_id) cr->set_share_id(*r.share_id);
+  }
+}
+
+void add_assignment(v1::ContainerResources* c, const kubelet::ContainerAssignment& a) {
+  for (auto cpu : a.cpu_ids) c->add_cpu_ids(cpu);
+  for (const auto& m : a.memory) {
+    auto* cm = c->add_memory();
+    cm->set_memory_type(m.memory_type);
+    cm->set_size(m.size);
+    for (auto node : m.numa_nodes) cm->mutable_topology()->add_nodes()->set_id(node);
+  }
+  for (const auto& claim : a.dynamic_resources) add_claim(c->add_dynamic_resources(), claim);
+}
+
 }  // namespace
 
 // ---- FakeKubelet ---------------------------------------------------------
@@ -80,6 +104,7 @@ struct FakeKubelet::Impl final : v1::PodResourcesLister::Service, v1beta1::Regis
   struct FakePod {
     std::string ns, name, uid;
     std::map<std::string, kubelet::ResourceDevices> containers;
+    std::map<std::string, kubelet::ContainerAssignment> assignments;
   };
   std::vector<FakePod> pod_list;
   grpc::Status get_status = grpc::Status::OK;
@@ -105,6 +130,7 @@ struct FakeKubelet::Impl final : v1::PodResourcesLister::Service, v1beta1::Regis
       auto* c = out->add_containers();
       c->set_name(name);
       add_devices(c, devices, per_numa);
+      if (auto it = p.assignments.find(name); it != p.assignments.end()) add_assignment(c, it->second);
     }
   }
 
@@ -167,7 +193,18 @@ FakeKubelet::~FakeKubelet() {
 void FakeKubelet::add_pod(std::string ns, std::string name, std::string uid,
                           std::map<std::string, kubelet::ResourceDevices> containers) {
   std::lock_guard lock(impl_->counters.mu);
-  impl_->pod_list.push_back({std::move(ns), std::move(name), std::move(uid), std::move(containers)});
+  impl_->pod_list.push_back({std::move(ns), std::move(name), std::move(uid), std::move(containers), {}});
+}
+void FakeKubelet::assign(const std::string& ns, const std::string& name, const std::string& container,
+                         kubelet::ContainerAssignment assignment) {
+  std::lock_guard lock(impl_->counters.mu);
+  for (auto& p : impl_->pod_list)
+    if (p.ns == ns && p.name == name) {
+      p.containers[container];
+      p.assignments[container] = std::move(assignment);
+      return;
+    }
+  throw std::invalid_argument("fake: assign to unknown pod " + ns + "/" + name);
 }
 void FakeKubelet::disable_get() {
   std::lock_guard lock(impl_->counters.mu);

@@ -55,6 +55,12 @@ class FakeKubelet {
   // add_pod makes a pod known: per container, resource -> device IDs.
   void add_pod(std::string ns, std::string name, std::string uid,
                std::map<std::string, kubelet::ResourceDevices> containers);
+  // assign gives a container of a pod added before (added itself when new)
+  // exclusive CPUs, memory and DRA claims, sent in every Get and List answer;
+  // a container without them gets none of these fields, as from an older
+  // kubelet.
+  void assign(const std::string& ns, const std::string& name, const std::string& container,
+              kubelet::ContainerAssignment assignment);
   // disable_get answers Get like a kubelet with the KubeletPodResourcesGet
   // gate off (1.27-1.33): UNKNOWN "PodResources API Get method disabled".
   void disable_get();

@@ -7,7 +7,15 @@
 //   "get": "enabled" | "disabled" | "unimplemented",
 //   "per_numa_entries": false,
 //   "pods": [{"namespace": "ns", "name": "p", "uid": "u",
-//             "containers": {"main": {"nvidia.com/gpu": ["GPU-1"]}}}],
+//             "containers": {"main": {"nvidia.com/gpu": ["GPU-1"]}},
+//             "assignments": {"main": {"cpu_ids": [2, 3],
+//                                      "memory": [{"memory_type": "memory", "size": 1073741824,
+//                                                  "numa_nodes": [0]}],
+//                                      "dynamic_resources": [{"claim_name": "gpus", "claim_namespace": "ns",
+//                                          "claim_resources": [{"driver_name": "gpu.example.com",
+//                                              "pool_name": "node1", "device_name": "gpu-0",
+//                                              "cdi_devices": ["example.com/gpu=gpu-0"],
+//                                              "share_id": "..."}]}]}}}],   (share_id optional)
 //   "allocatable": {"nvidia.com/gpu": ["GPU-1", "GPU-2"]},
 //   "plugins": [{"socket": "nvidia.sock", "devices": ["GPU-1"], "register": "nvidia.com/gpu",
 //                "allocate": {"envs": {...}, "mounts": [...], "devices": [...],
@@ -76,9 +84,13 @@ int main(int argc, char** argv) {
   if (get == "unimplemented") kubelet.unimplement_get();
   kubelet.per_numa_entries(c.value("per_numa_entries", false));
   kubelet.set_allocatable(c.value("allocatable", kubelet::ResourceDevices{}));
-  for (const auto& p : c.value("pods", json::array()))
+  for (const auto& p : c.value("pods", json::array())) {
     kubelet.add_pod(p.at("namespace"), p.at("name"), p.value("uid", ""),
                     p.value("containers", std::map<std::string, kubelet::ResourceDevices>{}));
+    json assignments = p.value("assignments", json::object());
+    for (const auto& [container, assigned] : assignments.items())
+      kubelet.assign(p.at("namespace"), p.at("name"), container, assigned.get<kubelet::ContainerAssignment>());
+  }
 
   std::vector<std::unique_ptr<test::FakeDevicePlugin>> plugins;
   for (const auto& p : c.value("plugins", json::array())) {

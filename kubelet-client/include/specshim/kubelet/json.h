@@ -11,7 +11,14 @@
 
 namespace specshim::kubelet {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PodResources, ns, name, containers)
+// ClaimResource's share_id is optional: the key is absent when it is.
+void to_json(nlohmann::json& j, const ClaimResource& v);
+void from_json(const nlohmann::json& j, ClaimResource& v);
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ContainerMemory, memory_type, size, numa_nodes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DynamicResource, claim_name, claim_namespace, claim_resources)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ContainerAssignment, cpu_ids, memory, dynamic_resources)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PodResources, ns, name, containers, assignments)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Mount, container_path, host_path, read_only)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceSpec, container_path, host_path, permissions)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AllocateResponse, envs, mounts, devices, annotations, cdi_devices)

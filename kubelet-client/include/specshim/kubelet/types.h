@@ -17,14 +17,62 @@ namespace specshim::kubelet {
 // device IDs, each once, in the order the kubelet first named them.
 using ResourceDevices = std::map<std::string, std::vector<std::string>>;
 
+// ContainerMemory is one block of memory or hugepages the kubelet's memory
+// manager pinned for a container (PodResources v1 ContainerMemory).
+struct ContainerMemory {
+  std::string memory_type;  // "memory", "hugepages-1Gi", ...
+  std::uint64_t size = 0;   // bytes
+  std::vector<std::int64_t> numa_nodes;
+  bool operator==(const ContainerMemory&) const = default;
+};
+
+// ClaimResource is one device of a DRA claim, named by the driver, pool and
+// device triplet, with the CDI devices the driver made for it (zero or more).
+struct ClaimResource {
+  std::string driver_name;  // "gpu.nvidia.com"
+  std::string pool_name;
+  std::string device_name;
+  std::vector<std::string> cdi_devices;  // fully-qualified CDI names
+  std::optional<std::string> share_id;   // set only for a shared (consumable-capacity) allocation
+  bool operator==(const ClaimResource&) const = default;
+};
+
+// DynamicResource is one DRA resource claim a container uses.
+struct DynamicResource {
+  std::string claim_name;
+  std::string claim_namespace;
+  std::vector<ClaimResource> claim_resources;
+  bool operator==(const DynamicResource&) const = default;
+};
+
+// ContainerAssignment is what the kubelet assigned a container besides
+// device-plugin devices: exclusive CPUs (CPU manager, static policy), pinned
+// memory (memory manager) and DRA claims (gate
+// KubeletPodResourcesDynamicResources). An older kubelet, or one with these
+// managers or gates off, sends none: every vector is empty.
+struct ContainerAssignment {
+  std::vector<std::int64_t> cpu_ids;
+  std::vector<ContainerMemory> memory;
+  std::vector<DynamicResource> dynamic_resources;
+  bool empty() const { return cpu_ids.empty() && memory.empty() && dynamic_resources.empty(); }
+  bool operator==(const ContainerAssignment&) const = default;
+};
+
 // PodResources is what the kubelet assigned to one pod: per container name,
 // resource -> device IDs. Containers without devices map to an empty
 // ResourceDevices; plain init containers are absent (the kubelet does not
-// report them).
+// report them). assignments holds the rest, only for containers that have
+// any; assignment(name) reads it with empty vectors for the others.
 struct PodResources {
   std::string ns;
   std::string name;
   std::map<std::string, ResourceDevices> containers;
+  std::map<std::string, ContainerAssignment> assignments = {};
+  const ContainerAssignment& assignment(const std::string& container) const {
+    static const ContainerAssignment none;
+    auto it = assignments.find(container);
+    return it == assignments.end() ? none : it->second;
+  }
   bool operator==(const PodResources&) const = default;
 };
 
