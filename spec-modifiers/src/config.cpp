@@ -312,6 +312,12 @@ Section Section::only(std::string_view key) {
   return view;
 }
 
+bool Section::lists(std::string_view key, std::string_view noun) {
+  if (kind(key) == Kind::array) return true;
+  if (!keys().empty()) fail("", "write each " + std::string(noun) + " as an array table, [[" + std::string(key) + "]]");
+  return false;
+}
+
 std::vector<Section> Section::tables(std::string_view key) {
   std::vector<Section> out;
   auto* n = static_cast<const toml::node*>(node(key));

@@ -191,12 +191,7 @@ void Patches::apply(Spec& spec, Context&) {
 }  // namespace patches
 
 std::unique_ptr<Modifier> make_patches(config::Section& s) {
-  // build_chain hands a root view when [[patches]] is a list, and the
-  // [patches] table (usually empty) otherwise.
-  if (s.kind("patches") != config::Kind::array) {
-    if (!s.keys().empty()) s.fail("", "write each patch as an array table, [[patches]]");
-    return nullptr;
-  }
+  if (!s.lists("patches", "patch")) return nullptr;
   auto list = patches::read_patches(s);
   if (list.empty()) return nullptr;
   return std::make_unique<patches::Patches>(std::move(list));

@@ -44,6 +44,12 @@ class Section {
   // tables ([[name]]) gets its Section, reading the rules with tables(key).
   Section only(std::string_view key);
 
+  // lists tells the factory of a modifier configured as a list ([[key]])
+  // whether it got one: build_chain hands it a view of the root (see only)
+  // when [[key]] is a list, and the [key] table otherwise, which must then
+  // be empty ("write each <noun> as an array table, [[key]]").
+  bool lists(std::string_view key, std::string_view noun);
+
   // fail throws an Error located at key (or at the table itself when key is empty).
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
   // finish checks that every key was read; call once after reading.
