@@ -67,6 +67,7 @@ class Patches : public Modifier {
   std::string_view name() const override { return "patches"; }
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override { return last_change_; }
+  const std::vector<Patch>& patches() const { return patches_; }
 
  private:
   std::vector<Patch> patches_;
