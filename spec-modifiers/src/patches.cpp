@@ -35,9 +35,14 @@ bool holds(const Match& m, const Spec& spec) {
   return true;
 }
 
+// shorten returns v as JSON text of at most 80 bytes, never cutting a UTF-8
+// sequence (the message ends up in runc's JSON log).
 std::string shorten(const Json& v) {
   std::string s = v.dump();
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+  if (s.size() <= 80) return s;
+  std::size_t end = 77;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + "...";
 }
 
 // array_index reports whether t is an RFC 6901 array index of at most max:
@@ -84,20 +89,21 @@ void apply_op(Json& doc, const Op& o) {
   const Json& op = o.op;
   const auto& kind = op["op"].get_ref<const std::string&>();
   Pointer path(op["path"].get<std::string>());
-  if (o.create_parents && !path.empty()) create_parents(doc, path);
-  if (kind == "move" || kind == "copy") {
-    if (!doc.contains(Pointer(op["from"].get<std::string>()))) throw Error("`from` path not found");
-    check_target(doc, path);
-  } else if (kind == "add") {
-    check_target(doc, path);
-  } else if (!doc.contains(path)) {
-    throw Error("path not found");
-  } else if (kind == "test" && doc.at(path) != op["value"]) {
-    throw Error("test failed: the value is " + shorten(doc.at(path)) + ", not " + shorten(op["value"]));
-  }
   try {
+    if (o.create_parents && !path.empty()) create_parents(doc, path);
+    if (kind == "move" || kind == "copy") {
+      if (!doc.contains(Pointer(op["from"].get<std::string>()))) throw Error("`from` path not found");
+      check_target(doc, path);
+    } else if (kind == "add") {
+      check_target(doc, path);
+    } else if (!doc.contains(path)) {
+      throw Error("path not found");
+    } else if (kind == "test" && doc.at(path) != op["value"]) {
+      throw Error("test failed: the value is " + shorten(doc.at(path)) + ", not " + shorten(op["value"]));
+    }
     doc.patch_inplace(Json::array({op}));
   } catch (const Json::exception& e) {
+    // An index too large for size_t, say: nlohmann's words, without its prefix.
     throw Error(json_cause(e));
   }
 }

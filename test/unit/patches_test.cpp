@@ -276,6 +276,10 @@ TEST_CASE("patches: an op that cannot apply names the patch and op, and changes 
        "ops[1] (add /mounts/x): `x` is not an index of `/mounts` (0 to 3, or - for the end)"},
       {"add at a leading zero", "{ op = \"add\", path = \"/mounts/01\", value = {} }",
        "`01` is not an index of `/mounts`"},
+      {"remove at an index beyond size_t", "{ op = \"remove\", path = \"/mounts/99999999999999999999999\" }",
+       "ops[1] (remove /mounts/99999999999999999999999): "},
+      {"add at an index beyond size_t", "{ op = \"add\", path = \"/mounts/99999999999999999999999\", value = 1 }",
+       "`99999999999999999999999` is not an index of `/mounts`"},
       {"move from nowhere", "{ op = \"move\", from = \"/nope\", path = \"/x\" }",
        "ops[1] (move /nope -> /x): `from` path not found"},
   };
@@ -313,6 +317,14 @@ TEST_CASE("patches: create-parents makes missing objects on the way, never array
   REQUIRE_THROWS_WITH(build(one("  { op = \"replace\", path = \"/a\", value = 1, create-parents = true },")),
                       Catch::Contains("`patches[0].ops[0].create-parents`: patch `p` ops[0] (replace /a): only add "
                                       "takes create-parents"));
+}
+
+TEST_CASE("patches: a failed test quotes at most 80 bytes of each value, whole UTF-8 characters") {
+  // Byte 77 of the dump is inside the first é: the cut moves before it.
+  std::string long_value = std::string(75, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9";
+  std::string spec = R"({"x": ")" + long_value + R"("})";
+  std::string msg = failure(one("  { op = \"test\", path = \"/x\", value = \"b\" },"), spec);
+  CHECK(msg == "patch `p` ops[0] (test /x): test failed: the value is \"" + std::string(75, 'a') + "..., not \"b\"");
 }
 
 TEST_CASE("patches: set-mounts replaces the mount at a destination in place, or appends") {
