@@ -4,6 +4,8 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -136,6 +138,42 @@ std::string line_of(const toml::node& n) {
   return line ? "line " + std::to_string(line) + ": " : "";
 }
 
+// to_json converts a TOML value, or returns the reason it has no JSON form.
+std::optional<std::string> to_json(const toml::node& n, nlohmann::ordered_json& out) {
+  if (auto* t = n.as_table()) {
+    // toml::table is sorted by key; JSON keeps the order the file wrote.
+    std::vector<std::pair<toml::source_position, std::string>> keys;
+    for (auto&& [k, v] : *t) keys.emplace_back(v.source().begin, std::string(k.str()));
+    std::stable_sort(keys.begin(), keys.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    out = nlohmann::ordered_json::object();
+    for (auto& [pos, k] : keys)
+      if (auto why = to_json(*t->get(k), out[k])) return why;
+    return std::nullopt;
+  }
+  if (auto* a = n.as_array()) {
+    out = nlohmann::ordered_json::array();
+    for (auto& e : *a)
+      if (auto why = to_json(e, out.emplace_back())) return why;
+    return std::nullopt;
+  }
+  if (auto v = n.value_exact<std::string>()) {
+    out = *v;
+  } else if (auto i = n.value_exact<std::int64_t>()) {
+    if (*i >= 0)
+      out = static_cast<std::uint64_t>(*i);
+    else
+      out = *i;
+  } else if (auto f = n.value_exact<double>()) {
+    if (!std::isfinite(*f)) return "inf and nan have no JSON form";
+    out = *f;
+  } else if (auto b = n.value_exact<bool>()) {
+    out = *b;
+  } else {
+    return "dates and times have no JSON form; write them as strings";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Section::Section(std::shared_ptr<const void> doc, const void* table, std::string file, std::string prefix)
@@ -252,6 +290,15 @@ std::optional<Section> Section::table(std::string_view key) {
   return Section(doc_, n->as_table(), file_, prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key));
 }
 
+std::optional<nlohmann::ordered_json> Section::json(std::string_view key) {
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n) return std::nullopt;
+  mark(key);
+  nlohmann::ordered_json out;
+  if (auto why = to_json(*n, out)) fail(key, *why);
+  return out;
+}
+
 Section Section::section(std::string_view key) {
   if (auto t = table(key)) return *t;
   static const toml::table empty;
@@ -263,6 +310,12 @@ Section Section::only(std::string_view key) {
   Section view(doc_, table_, file_, prefix_);
   view.only_ = key;
   return view;
+}
+
+bool Section::lists(std::string_view key, std::string_view noun) {
+  if (kind(key) == Kind::array) return true;
+  if (!keys().empty()) fail("", "write each " + std::string(noun) + " as an array table, [[" + std::string(key) + "]]");
+  return false;
 }
 
 std::vector<Section> Section::tables(std::string_view key) {
@@ -333,6 +386,14 @@ Document Document::load(const std::filesystem::path& file) {
 
 Section Document::root() const {
   return Section(table_, table_.get(), file_, "");
+}
+
+bool plain_name(std::string_view s) {
+  auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  };
+  return !s.empty() && std::isalnum(static_cast<unsigned char>(s.front())) &&
+         std::all_of(s.begin(), s.end(), name_char);
 }
 
 std::filesystem::path path_from_env() {

@@ -27,6 +27,12 @@ void append_nested(const std::exception& e, std::string& out) {
 }
 }  // namespace
 
+std::string json_cause(const std::exception& e) {
+  std::string msg = e.what();
+  if (auto p = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && p != std::string::npos) msg.erase(0, p + 2);
+  return msg;
+}
+
 std::string describe(const std::exception& e) {
   std::string out;
   append_nested(e, out);

@@ -19,6 +19,7 @@ const std::vector<ModifierEntry>& registry() {
       {"cdi", make_cdi},
       {"requirements", make_requirements},
       {"devices-cgroup", make_devices_cgroup},
+      {"patches", make_patches},
   };
   return entries;
 }
@@ -33,7 +34,8 @@ Chain build_chain(config::Section& root) {
     for (const auto& name : order) {
       auto known = std::find_if(registry().begin(), registry().end(), [&](auto& e) { return e.name == name; });
       if (known == registry().end()) chain->fail("order", "unknown modifier `" + name + "`");
-      if (std::count(order.begin(), order.end(), name) > 1) chain->fail("order", "modifier `" + name + "` listed twice");
+      if (std::count(order.begin(), order.end(), name) > 1)
+        chain->fail("order", "modifier `" + name + "` listed twice");
     }
   } else {
     for (const auto& e : registry()) order.emplace_back(e.name);

@@ -294,12 +294,7 @@ void Requirements::apply(Spec& spec, Context& ctx) {
 }  // namespace requirements
 
 std::unique_ptr<Modifier> make_requirements(config::Section& s) {
-  // build_chain hands a root view when [[requirements]] is a list, and the
-  // [requirements] table (usually empty) otherwise.
-  if (s.kind("requirements") != config::Kind::array) {
-    if (!s.keys().empty()) s.fail("", "write each rule as an array table, [[requirements]]");
-    return nullptr;
-  }
+  if (!s.lists("requirements", "rule")) return nullptr;
   auto rules = requirements::read_rules(s);
   if (rules.empty()) return nullptr;
   return std::make_unique<requirements::Requirements>(std::move(rules));

@@ -2,7 +2,6 @@
 // Reading and validating [[requirements]] rules. Everything a rule names is
 // checked here, at config load, so a create never meets a typo.
 #include <algorithm>
-#include <cctype>
 #include <set>
 
 #include "specshim/caps.h"
@@ -16,19 +15,11 @@ namespace {
 constexpr const char* kDefaultSets[] = {"bounding", "effective", "permitted"};
 constexpr const char* kAllSets[] = {"bounding", "effective", "permitted", "inheritable", "ambient"};
 
-bool name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-}
-
-bool plain_name(std::string_view s) {
-  return !s.empty() && std::isalnum(static_cast<unsigned char>(s.front())) &&
-         std::all_of(s.begin(), s.end(), name_char);
-}
-
 // qualified_kind accepts vendor/class (example.com/accel), as CDI kinds are spelled.
 bool qualified_kind(std::string_view s) {
   auto slash = s.find('/');
-  return slash != std::string_view::npos && plain_name(s.substr(0, slash)) && plain_name(s.substr(slash + 1));
+  return slash != std::string_view::npos && config::plain_name(s.substr(0, slash)) &&
+         config::plain_name(s.substr(slash + 1));
 }
 
 std::vector<std::string> read_strings(config::Section& t, std::string_view key, std::string_view rule,
@@ -156,7 +147,7 @@ std::vector<std::string> read_env(config::Section& t, const std::string& rule) {
 Rule read_rule(config::Section& t) {
   Rule r;
   r.name = t.string("name").value_or("");
-  if (!plain_name(r.name)) t.fail("name", "a rule needs a name of letters, digits, '-', '_' or '.'");
+  if (!config::plain_name(r.name)) t.fail("name", "a rule needs a name of letters, digits, '-', '_' or '.'");
   r.match = read_match(t, r.name);
   r.capabilities = read_capabilities(t, r.name);
   r.capability_sets = read_sets(t, r.name);

@@ -65,9 +65,7 @@ class DomBuilder {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
-    std::string msg = ex.what();
-    if (auto p = msg.find("] "); msg.rfind("[json.exception", 0) == 0 && p != std::string::npos) msg.erase(0, p + 2);
-    throw Error(msg);
+    throw Error(json_cause(ex));
   }
 
  private:

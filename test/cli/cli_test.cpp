@@ -406,3 +406,55 @@ TEST_CASE("a create that writes removes the temp files of dead creates; nothing 
   REQUIRE(std::find(after.begin(), after.end(), live) != after.end());
   REQUIRE(std::find(after.begin(), after.end(), other) != after.end());
 }
+
+TEST_CASE("patches: a failing op fails the create in runc's format and leaves config.json byte-identical") {
+  Cli c;
+  c.write_config(
+      "[[patches]]\nname = \"strict\"\nops = [\n  { op = \"add\", path = \"/process/env\", value = [\"A=1\"] },\n"
+      "  { op = \"remove\", path = \"/linux/sysctl/net.core.somaxconn\" },\n]\n");
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.empty());
+  REQUIRE_FALSE(c.runtime_ran());
+  REQUIRE(c.last_error() ==
+          "specshim: patches: patch `strict` ops[1] (remove /linux/sysctl/net.core.somaxconn): path not found");
+  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);
+}
+
+TEST_CASE("patches: dry-run shows the ops, create applies them once and records them") {
+  Cli c;
+  fs::path debug_log = c.tmp / "debug.log";
+  c.write_config(
+      "[log]\nfile = \"" + debug_log.string() +
+      "\"\nlevel = \"debug\"\n\n"
+      "[[patches]]\nname = \"env\"\nops = [{ op = \"add\", path = \"/process/env\", value = [\"A=1\"] }]\n"
+      "set-mounts = [{ destination = \"/etc/hosts\", type = \"bind\", source = \"/h\", options = [\"ro\"] }]\n");
+  auto d = c.shim({"dry-run", "--bundle", c.bundle.string(), "--format", "diff"});
+  REQUIRE(d.exit_code == 0);
+  REQUIRE(nlohmann::json::parse(d.out) == nlohmann::json::parse(R"([
+    {"op": "add", "path": "/process/env", "value": ["A=1"]},
+    {"op": "add", "path": "/mounts",
+     "value": [{"destination": "/etc/hosts", "type": "bind", "source": "/h", "options": ["ro"]}]},
+    {"op": "add", "path": "/annotations", "value": {"specshim.io/patches": "env"}}
+  ])"));
+  REQUIRE_THAT(d.err, Catch::Contains("changed by: patches"));
+  REQUIRE(read_file(c.bundle / "config.json") == c.spec_text);
+
+  auto args = c.create_args({"create", "--bundle", c.bundle.string(), "id"});
+  REQUIRE(c.shim(args).exit_code == 0);
+  std::string patched = read_file(c.bundle / "config.json");
+  auto spec = nlohmann::ordered_json::parse(patched);
+  REQUIRE(spec["process"]["env"] == nlohmann::json{"A=1"});
+  REQUIRE(spec["annotations"]["specshim.io/patches"] == "env");
+  REQUIRE_THAT(patched, Catch::Contains("1.50"));  // the rest keeps its text
+  REQUIRE_THAT(read_file(debug_log), Catch::Contains("patches: applied env"));
+
+  // A second create of the patched bundle changes nothing: the record says it is done.
+  struct stat before {};
+  ::stat((c.bundle / "config.json").c_str(), &before);
+  REQUIRE(c.shim(args).exit_code == 0);
+  REQUIRE(read_file(c.bundle / "config.json") == patched);
+  struct stat after {};
+  ::stat((c.bundle / "config.json").c_str(), &after);
+  REQUIRE(after.st_ino == before.st_ino);
+}

@@ -88,10 +88,16 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
       "capabilities = [\"CAP_IPC_LOCK\"]\n");
   json report = h.report();
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
-  REQUIRE_THAT(report, HasFinding("config", "info",
-                                  "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin"));
+  REQUIRE_THAT(report,
+               HasFinding("config", "info",
+                          "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, patches"));
   REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
+
+  h.write_config(
+      "[[patches]]\nname = \"vgpu\"\nops = [{ op = \"add\", path = \"/process/env/-\", value = \"A=1\" }]\n"
+      "set-mounts = [{ destination = \"/etc/ld.so.preload\", source = \"/p\" }]\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "info", "patch `vgpu`: 1 ops, 1 set-mounts"));
 
   h.write_config("[[requirements]]\nname = \"vfio\"\nmatch = { resources = [\"example.com/vfio\"] }\n");
   json by_resource = h.report();

@@ -17,7 +17,8 @@ import yaml
 SOURCE_DIR = ""
 
 # Keys whose only sources are other pods or specshim itself: never passed from a Pod.
-NEVER_FROM_PODS = {"specshim.io/pod", "specshim.io/cdi-devices", "specshim.io/resources", "cdi.k8s.io/*"}
+NEVER_FROM_PODS = {"specshim.io/pod", "specshim.io/cdi-devices", "specshim.io/resources", "cdi.k8s.io/*",
+                   "specshim.io/patches"}
 
 
 def load_yaml(name):
@@ -112,7 +113,8 @@ class ManifestsTest(unittest.TestCase):
                 # would match only slash-free keys, i.e. no annotation of ours.
                 self.assertRegex(pattern, r"^[a-z0-9.-]+/([A-Za-z0-9_.-]+|\*)$", f"{key}: {pattern}")
         self.assertFalse(NEVER_FROM_PODS & set(v2["pod_annotations"]),
-                         "these let a Pod author take devices it was not allocated")
+                         "these let a Pod author take devices it was not allocated, or skip patches")
+        self.assertNotIn("specshim.io/patches", v2["container_annotations"])
         self.assertIn("cdi.k8s.io/*", v2["container_annotations"])
 
     def test_opt_in_annotations_are_documented_but_commented_out(self):

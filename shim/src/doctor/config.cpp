@@ -3,6 +3,7 @@
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/patches.h"
 #include "specshim/registry.h"
 
 namespace specshim::shim::doctor {
@@ -45,6 +46,10 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     for (const auto& m : chain.modifiers()) {
       loaded.modifiers_on.emplace_back(m->name());
       if (auto* r = dynamic_cast<const requirements::Requirements*>(m.get())) loaded.rules = r->rules();
+      if (auto* p = dynamic_cast<const patches::Patches*>(m.get()))
+        for (const auto& patch : p->patches())
+          c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
+                                  std::to_string(patch.set_mounts.size()) + " set-mounts");
     }
     std::string on, off;
     for (const auto& e : registry()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,12 +33,22 @@ class Section {
   std::optional<std::vector<std::int64_t>> integers(std::string_view key, std::int64_t min, std::int64_t max);
   std::optional<Section> table(std::string_view key);  // [key] or key = { ... }
   std::vector<Section> tables(std::string_view key);   // [[key]]
-  Section section(std::string_view key);               // table(key), or an empty table when absent
-  std::vector<std::string> keys() const;               // in file order
+  // json returns any TOML value as JSON: tables keep their keys in file
+  // order, non-negative integers become unsigned (as the JSON parser reads
+  // them), and a date, time or non-finite float is an error.
+  std::optional<nlohmann::ordered_json> json(std::string_view key);
+  Section section(std::string_view key);  // table(key), or an empty table when absent
+  std::vector<std::string> keys() const;  // in file order
   // only marks key read here and returns a reader over this same table that
   // sees nothing but key: how a modifier configured as a root-level array of
   // tables ([[name]]) gets its Section, reading the rules with tables(key).
   Section only(std::string_view key);
+
+  // lists tells the factory of a modifier configured as a list ([[key]])
+  // whether it got one: build_chain hands it a view of the root (see only)
+  // when [[key]] is a list, and the [key] table otherwise, which must then
+  // be empty ("write each <noun> as an array table, [[key]]").
+  bool lists(std::string_view key, std::string_view noun);
 
   // fail throws an Error located at key (or at the table itself when key is empty).
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
@@ -74,6 +85,10 @@ class Document {
   std::string file_;
   bool exists_ = false;
 };
+
+// plain_name reports whether s names a rule ([[requirements]], [[patches]]):
+// a letter or digit, then letters, digits, '-', '_' or '.'.
+bool plain_name(std::string_view s);
 
 // path_from_env returns $SPECSHIM_CONFIG or the default path.
 std::filesystem::path path_from_env();

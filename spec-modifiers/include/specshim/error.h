@@ -25,6 +25,10 @@ class Error : public std::runtime_error {
 // "outer: inner: innermost", the form containerd shows to the user.
 std::string describe(const std::exception& e);
 
+// json_cause returns a JSON library exception's message without its
+// "[json.exception.type.N] " prefix.
+std::string json_cause(const std::exception& e);
+
 // contains_control reports whether s has any byte < 0x20 or 0x7f.
 bool contains_control(std::string_view s);
 

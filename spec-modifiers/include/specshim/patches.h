@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The patches modifier: site rules an admin declares in [[patches]] tables,
+// RFC 6902 operations and mounts set by destination, applied once per
+// container and recorded in an annotation. See docs/patches.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/config.h"
+#include "specshim/modifier.h"
+
+namespace specshim::patches {
+
+// kRecordAnnotation lists, comma-separated, the patches already applied to a
+// spec. A patch named there is never applied again.
+inline constexpr std::string_view kRecordAnnotation = "specshim.io/patches";
+
+// Match holds when every given condition holds; an empty Match holds for
+// every container.
+struct Match {
+  std::map<std::string, std::string> annotations;  // key -> fnmatch glob over the value
+  std::optional<ContainerKind> kind;               // container: anything but a sandbox
+};
+
+// Op is one validated RFC 6902 operation, kept as the JSON object
+// nlohmann::json::patch takes, plus what messages name it by.
+struct Op {
+  Json op;                      // {"op": ..., "path": ..., ["from": ...,] ["value": ...]}
+  std::string label;            // "ops[1] (remove /linux/sysctl/x)"
+  bool create_parents = false;  // add only: create missing parent objects first (not RFC 6902)
+};
+
+// Patch is one validated [[patches]] table.
+struct Patch {
+  std::string name;
+  Match match;
+  std::vector<Op> ops;
+  std::vector<Json> set_mounts;  // OCI mount objects, one per destination
+};
+
+// read_patches reads and validates every [[patches]] table of s (the view
+// build_chain hands the factory). Every error names the patch and, for an
+// operation, its index and line.
+std::vector<Patch> read_patches(config::Section& s);
+
+// valid_glob reports whether fnmatch(3) reads g as the admin meant it: no
+// unterminated bracket expression, no trailing backslash, no control bytes.
+bool valid_glob(std::string_view g);
+
+// normal_destination is how set-mounts compares mount destinations:
+// lexically normal, without a trailing slash (/etc//hosts/ is /etc/hosts).
+std::string normal_destination(std::string_view destination);
+
+// recorded returns the names in a spec's record annotation.
+std::vector<std::string> recorded(const Spec& spec);
+
+// Patches applies, in config order, every matching patch not yet recorded,
+// then records the ones it applied. A patch applies whole or not at all: an
+// operation that fails on this spec throws and the spec keeps its state.
+class Patches : public Modifier {
+ public:
+  explicit Patches(std::vector<Patch> patches) : patches_(std::move(patches)) {}
+  std::string_view name() const override { return "patches"; }
+  void apply(Spec& spec, Context& ctx) override;
+  std::string last_change() const override { return last_change_; }
+  const std::vector<Patch>& patches() const { return patches_; }
+
+ private:
+  std::vector<Patch> patches_;
+  std::string last_change_;
+};
+
+}  // namespace specshim::patches
