@@ -287,13 +287,16 @@ class Injector {
       removed.push_back(false);
       changed = true;
     }
+    if (!changed) {  // nothing was removed either: the list goes back as it was
+      list = Json(std::move(slots));
+      return;
+    }
     // Each mount's depth is computed once; mounts are moved, never copied.
     std::vector<std::pair<std::size_t, Json>> keyed;
     keyed.reserve(slots.size());
     for (std::size_t i = 0; i < slots.size(); ++i)
-      if (!removed[i]) keyed.emplace_back(changed ? mount_depth(slots[i]) : 0, std::move(slots[i]));
-    if (changed)
-      std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (!removed[i]) keyed.emplace_back(mount_depth(slots[i]), std::move(slots[i]));
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     Json result = Json::array();
     for (auto& [depth, mount] : keyed) result.push_back(std::move(mount));
     list = std::move(result);
