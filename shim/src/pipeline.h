@@ -36,8 +36,8 @@ Outcome load_and_modify(const std::filesystem::path& bundle, Context ctx, config
 
 // commit removes the temp files killed creates left in the bundle
 // (fs::remove_stale_temps), then writes the modifiers' bundle files, then
-// config.json, each atomically; it writes nothing when nothing changed.
-// dry-run never calls it.
+// config.json, each atomically. When nothing changed it does nothing at all,
+// not even the scan. dry-run never calls it.
 void commit(const Outcome& out);
 
 // absolute_bundle resolves a --bundle value (or the cwd when absent).

@@ -46,10 +46,9 @@ Check check_runtime(const Loaded& loaded) {
   // and, unlike specshim, adds edits that are already there again.
   if (is_nvidia_runtime(path, version.text) && loaded.on("cdi") && loaded.cdi_dirs)
     c.add(Status::warn,
-          "the runtime is nvidia-container-runtime and specshim's cdi modifier is on: both inject the CDI devices that "
-          "cdi.k8s.io/* annotations request, so env entries and cgroup rules end up twice; set [cdi] enabled = false "
-          "(NCT "
-          "injects) or run runc directly (see docs/deploying.md, \"NVIDIA's runtime\")");
+          "the runtime is nvidia-container-runtime and specshim's cdi modifier is on: both inject the CDI devices "
+          "that cdi.k8s.io/* annotations request, so env entries and cgroup rules end up twice; set [cdi] enabled = "
+          "false (NCT injects) or run runc directly (see docs/deploying.md, \"NVIDIA's runtime\")");
   return c;
 }
 
