@@ -14,12 +14,15 @@ namespace specshim {
 const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
+      // clang-format off
       {"passwd", make_passwd},
       {"device-plugin", make_device_plugin},
+      {"cpuset", make_cpuset},
       {"cdi", make_cdi},
       {"requirements", make_requirements},
       {"devices-cgroup", make_devices_cgroup},
       {"patches", make_patches},
+      // clang-format on
   };
   return entries;
 }

@@ -283,7 +283,7 @@ TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's 
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
     for (const char* want : {"dry-run ", "doctor ", "/etc/specshim/config.toml", "SPECSHIM_CONFIG", "man specshim",
-                             "passwd, device-plugin, cdi"})
+                             "passwd, device-plugin, cpuset, cdi"})
       REQUIRE_THAT(r.out, Catch::Contains(want));
     REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
       std::vector<std::string> want{RECORDING_RUNTIME};
@@ -397,8 +397,9 @@ TEST_CASE("a create that writes removes the temp files of dead creates; nothing 
   write_file(c.tmp / "cdi/vendor.yaml",
              "cdiVersion: 0.3.0\nkind: vendor.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
   c.write_config("[cdi]\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
-  write_file(c.bundle / "config.json",
-             R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})");
+  write_file(
+      c.bundle / "config.json",
+      R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})");
   REQUIRE(c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"})).exit_code == 0);
   REQUIRE_THAT(read_file(c.bundle / "config.json"), Catch::Contains("A=1"));
   auto after = names();

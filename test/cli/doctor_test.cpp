@@ -88,9 +88,10 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
       "capabilities = [\"CAP_IPC_LOCK\"]\n");
   json report = h.report();
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
-  REQUIRE_THAT(report,
-               HasFinding("config", "info",
-                          "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, patches"));
+  REQUIRE_THAT(
+      report,
+      HasFinding("config", "info",
+                 "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, cpuset, patches"));
   REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
 
