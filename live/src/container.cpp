@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -178,6 +179,26 @@ struct Parent {
   std::vector<std::string> made;  // "dev/dri", outermost first
 };
 
+// as_owner runs a call that creates a file in dirfd. In a user-namespaced
+// container's own filesystems (its /dev tmpfs) a new file's owner must be
+// mapped there and host root is not (EOVERFLOW): the call is then retried
+// with the directory owner's fsuid/fsgid, which the container maps.
+// CAP_SYS_ADMIN stays; the fs capabilities come back with fsuid 0.
+int as_owner(int dirfd, const std::function<int()>& create) {
+  int rc = create();
+  if (rc == 0 || errno != EOVERFLOW) return rc;
+  struct stat st {};
+  if (::fstat(dirfd, &st) != 0) return -1;
+  ::setfsgid(st.st_gid);
+  ::setfsuid(st.st_uid);
+  rc = create();
+  int err = errno;
+  ::setfsuid(0);
+  ::setfsgid(0);
+  errno = err;
+  return rc;
+}
+
 std::vector<std::string> components(const std::string& path) {
   std::vector<std::string> out;
   std::size_t i = 1;
@@ -221,7 +242,7 @@ Parent open_parent(const std::string& path, bool create) {
       fd = fs::open_in_root("/", next);
     } catch (const fs::NotFound&) {
       if (!create) return Parent{};
-      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (as_owner(cur.get(), [&] { return ::mkdirat(cur.get(), c.c_str(), 0755); }) != 0 && errno != EEXIST) {
         int err = errno;
         remove_dirs(out.made);
         throw_errno("make directory " + q("/" + next), err);
@@ -259,6 +280,16 @@ std::string numbers(const NodeRequest& n) {
 bool same_device(const struct stat& st, const NodeRequest& n) {
   bool type_ok = n.type == 'b' ? S_ISBLK(st.st_mode) : S_ISCHR(st.st_mode);
   return type_ok && st.st_rdev == makedev(static_cast<unsigned>(n.major), static_cast<unsigned>(n.minor));
+}
+
+// make_file makes an empty file to mount over (never following a symlink there).
+int make_file(int dirfd, const char* name) {
+  return as_owner(dirfd, [&] {
+    int fd = ::openat(dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    ::close(fd);
+    return 0;
+  });
 }
 
 bool is_mount_root(int dirfd, const std::string& name) {
@@ -454,8 +485,7 @@ Placed make_node(pid_t pid, const NodeRequest& node) {
             throw_errno("chown to " + std::to_string(node.uid) + ":" + std::to_string(node.gid), err);
           }
         } else {
-          fs::Fd file(::openat(p.fd.get(), name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0));
-          if (!file) throw_errno("make the mount point");
+          if (make_file(p.fd.get(), name) != 0) throw_errno("make the mount point");
           if (::move_mount(tree.get(), "", p.fd.get(), name, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
             int err = errno;
             ::unlinkat(p.fd.get(), name, 0);
@@ -512,12 +542,9 @@ Placed bind_mount(pid_t pid, const MountRequest& m) {
         } else if (errno != ENOENT) {
           throw_errno("stat");
         } else {
-          if (dir) {
-            if (::mkdirat(p.fd.get(), name, 0755) != 0) throw_errno("make the mount point");
-          } else {
-            fs::Fd file(::openat(p.fd.get(), name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0));
-            if (!file) throw_errno("make the mount point");
-          }
+          int dirfd = p.fd.get();
+          int rc = dir ? as_owner(dirfd, [&] { return ::mkdirat(dirfd, name, 0755); }) : make_file(dirfd, name);
+          if (rc != 0) throw_errno("make the mount point");
           made = true;
         }
         if (::move_mount(tree.get(), "", p.fd.get(), name, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
