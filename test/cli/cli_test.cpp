@@ -282,8 +282,8 @@ TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's 
     auto r = c.shim(args);
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
-    for (const char* want : {"dry-run ", "doctor ", "/etc/specshim/config.toml", "SPECSHIM_CONFIG", "man specshim",
-                             "passwd, device-plugin, cdi"})
+    for (const char* want : {"dry-run ", "doctor ", "attach ", "detach ", "attached ", "/etc/specshim/config.toml",
+                             "SPECSHIM_CONFIG", "man specshim", "passwd, device-plugin, cdi"})
       REQUIRE_THAT(r.out, Catch::Contains(want));
     REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
       std::vector<std::string> want{RECORDING_RUNTIME};
@@ -303,6 +303,24 @@ TEST_CASE("help: a runc command's help and `help VERB` are not specshim's usage"
   auto verb = c.shim({"help", "dry-run"});
   REQUIRE(verb.exit_code == 0);
   REQUIRE_THAT(verb.out, Catch::Contains("--bundle"));
+}
+
+TEST_CASE("help: attach, detach and attached each print their own --help, and refuse bad arguments") {
+  Cli c;
+  for (const char* verb : {"attach", "detach", "attached"}) {
+    CAPTURE(verb);
+    auto r = c.shim({verb, "--help"});
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains(std::string("specshim ") + verb));
+    REQUIRE_THAT(r.out, Catch::Contains("--root"));
+    REQUIRE_THAT(r.out, Catch::Contains("CONTAINER-ID"));
+    auto bare = c.shim({verb});
+    REQUIRE(bare.exit_code != 0);
+    REQUIRE_THAT(bare.err, Catch::Contains("CONTAINER-ID is required"));
+    REQUIRE_FALSE(c.runtime_ran());
+  }
+  REQUIRE_THAT(c.shim({"attach", "--help"}).out, Catch::Contains("HOST[:CONTAINER[:PERMS]]"));
+  REQUIRE_THAT(c.shim({"attached", "--help"}).out, Catch::Contains("--format"));
 }
 
 TEST_CASE("dry-run prints the spec and writes nothing") {
@@ -397,8 +415,9 @@ TEST_CASE("a create that writes removes the temp files of dead creates; nothing 
   write_file(c.tmp / "cdi/vendor.yaml",
              "cdiVersion: 0.3.0\nkind: vendor.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
   c.write_config("[cdi]\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
-  write_file(c.bundle / "config.json",
-             R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})");
+  write_file(
+      c.bundle / "config.json",
+      R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})");
   REQUIRE(c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"})).exit_code == 0);
   REQUIRE_THAT(read_file(c.bundle / "config.json"), Catch::Contains("A=1"));
   auto after = names();
