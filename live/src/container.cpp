@@ -51,7 +51,8 @@ pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  bool path = argv[0].find('/') != std::string::npos;  // else looked up in PATH (systemctl)
+  int rc = (path ? ::posix_spawn : ::posix_spawnp)(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw_errno("run " + q(argv[0]), rc);
   return pid;

@@ -177,9 +177,7 @@ live::DeviceRule rule_of(const RecordedDevice& d, bool allow = true, std::string
 }
 
 std::vector<live::DeviceRule> effective(const Target& t, const std::vector<RecordedDevice>& devices) {
-  std::vector<live::DeviceRule> rules = live::spec_rules(t.spec);
-  const auto& defaults = live::runc_default_rules();
-  rules.insert(rules.end(), defaults.begin(), defaults.end());
+  std::vector<live::DeviceRule> rules = live::container_rules(t.spec);
   for (const auto& d : devices) rules.push_back(rule_of(d));
   return rules;
 }
@@ -197,6 +195,9 @@ bool same_rule(const RecordedDevice& a, const RecordedDevice& b) {
 }
 
 void run_systemctl(const live::SystemdRequest& req) {
+  for (const auto& rule : req.unsupported)
+    std::cerr << "specshim: systemd unit " << q(req.unit) << ": rule " << q(rule)
+              << " has no DeviceAllow= form; a daemon-reload will not restore it\n";
   auto argv = req.systemctl_argv();
   live::CommandResult r = live::run_command(argv, 10s);
   if (r.timed_out) throw Error("systemctl set-property " + q(req.unit) + ": no answer within 10 s");

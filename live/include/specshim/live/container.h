@@ -23,7 +23,7 @@ struct CommandResult {
   std::string out;  // stdout (at most 1 MiB)
   std::string err;  // stderr (at most 64 KiB)
 };
-// run_command runs argv[0] (a path) with argv, stdin from /dev/null, and
+// run_command runs argv[0] (a path, or a name looked up in PATH) with argv, stdin from /dev/null, and
 // kills it when it has not finished within timeout. Throws Error when it
 // cannot be started.
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
