@@ -13,7 +13,10 @@ shim="$PWD/$build/shim/specshim"
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 command -v runc >/dev/null && command -v jq >/dev/null || { echo "needs runc and jq" >&2; exit 1; }
 runs=${BENCH_RUNS:-50}
-work=$(mktemp -d /tmp/specshim-bench-attach-XXXXXX)
+# The bundle lives where containerd keeps them, on tmpfs (/run/containerd/...).
+tmpfs_dir=/run
+[ "$(stat -f -c %T /run)" = tmpfs ] || tmpfs_dir=/dev/shm
+work=$(mktemp -d "$tmpfs_dir/specshim-bench-attach-XXXXXX")
 id="bench-attach-$$"
 cleanup() {
   runc --root "$work/root" kill "$id" KILL 2>/dev/null || true
@@ -49,7 +52,7 @@ stats() {  # file -> "median p90" in ms
   sort -n "$1" | awk '{v[NR] = $1} END {
     m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     p = v[int(NR * 0.9 + 0.999999)]
-    printf "%.2f %.2f", m / 1e6, p / 1e6 }'
+    printf "%.2f %.2f\n", m / 1e6, p / 1e6 }'
 }
 read -r am ap < <(stats "$work/attach.ns")
 read -r dm dp < <(stats "$work/detach.ns")
