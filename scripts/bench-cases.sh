@@ -206,7 +206,7 @@ attach_table() {
   echo
   echo "\`scripts/bench-attach.sh\`: ${BENCH_ATTACH_RUNS:-50} \`specshim attach --device\` and \`detach --device\` of a c 1:11 node"
   echo "on one running busybox container (real runc), each timed alone as a whole process. Each includes one"
-  echo "\`runc state\` (a Go binary's start: most of the time), the cgroup rule, a forked child entering the"
+  echo "\`runc state\` (about 5 ms: the \`runc state\` row above), the cgroup rule, a forked child entering the"
   echo "container's mount namespace, and the record's atomic write with its fsyncs."
   echo
   BENCH_RUNS=${BENCH_ATTACH_RUNS:-50} bash scripts/bench-attach.sh "$build"
