@@ -15,6 +15,7 @@
 
 #include "container.h"
 #include "host_device.h"
+#include "specshim/live/cgroup_devices.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
 
@@ -68,6 +69,11 @@ class Running {
     return run_process(argv);
   }
   std::string sh(const std::string& script) const { return exec({"/bin/sh", "-c", script}).out; }
+  pid_t pid() const {
+    auto r = run_process({kRunc, "--root", root_.string(), "state", id_});
+    REQUIRE(r.exit_code == 0);
+    return Json::parse(r.out)["pid"].get<pid_t>();
+  }
   // rule_allows is whether a node 1:11 the container makes itself opens: the cgroup alone decides.
   bool rule_allows() const {
     return sh("rm -f /tmp/probe; mknod /tmp/probe c 1 11 && (: > /tmp/probe) 2>/dev/null && echo yes; rm -f "
@@ -405,4 +411,42 @@ TEST_CASE("detach: what is not attached is refused, naming it") {
   one_line_error(specshim.detach({"--device", "/dev/accel1"}), "device `/dev/accel1` is not attached");
   one_line_error(specshim.detach({"--cdi", "example.com/accel=0"}), "CDI device `example.com/accel=0` is not attached");
   CHECK(read_file(c.record()) == before);
+}
+
+TEST_CASE("attach: the device program on the container's cgroup2 directory is replaced; exactly one afterwards") {
+  namespace live = specshim::live;
+  Host host;
+  Running c(host.tmp / "c");
+  Specshim specshim{c, host.config};
+  live::CgroupPlaces places = live::cgroup_places(c.pid());
+  REQUIRE(places.unified);
+  REQUIRE(places.v1_devices);
+  REQUIRE(live::attached_device_programs(*places.unified).empty());  // runc attaches none on a hybrid host
+  // Another manager's program there: everything but 1:11. With v1 allowing 1:11, the program alone denies it.
+  live::replace_device_program(*places.unified, {{true, 'a', {}, {}, "rwm"}, {false, 'c', 1, 11, "rwm"}});
+  auto before = live::attached_device_programs(*places.unified);
+  REQUIRE(before.size() == 1);
+  live::DeviceRule rule{true, 'c', 1, 11, "rwm"};
+  live::v1_write(*places.v1_devices, rule);
+  CHECK_FALSE(c.rule_allows());
+  rule.allow = false;
+  live::v1_write(*places.v1_devices, rule);
+
+  auto r = specshim.attach({"--device", host.node.string() + ":/dev/kmsg-test"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(c.exec(opens("/dev/kmsg-test")).out == "open-ok\n");
+  CHECK(c.exec(opens("/dev/null")).out == "open-ok\n");
+  auto after = live::attached_device_programs(*places.unified);
+  REQUIRE(after.size() == 1);
+  CHECK(after != before);
+
+  REQUIRE(specshim.detach({"--device", "/dev/kmsg-test"}).exit_code == 0);
+  CHECK_FALSE(c.rule_allows());
+  CHECK(c.exec(opens("/dev/null")).out == "open-ok\n");
+  CHECK(live::attached_device_programs(*places.unified).size() == 1);
+  // With v1 allowing 1:11 again, the rebuilt program (the spec's rules and runc's defaults) still denies it.
+  rule.allow = true;
+  live::v1_write(*places.v1_devices, rule);
+  CHECK_FALSE(c.rule_allows());
 }
