@@ -450,3 +450,17 @@ TEST_CASE("attach: the device program on the container's cgroup2 directory is re
   live::v1_write(*places.v1_devices, rule);
   CHECK_FALSE(c.rule_allows());
 }
+
+TEST_CASE("detach: what the container's own spec allows stays allowed") {
+  Host host;
+  Running c(host.tmp / "c", [](BusyboxBundle& b) {
+    b.spec()["linux"]["resources"]["devices"].push_back(
+        {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", 11}, {"access", "rw"}});
+  });
+  Specshim specshim{c, host.config};
+  REQUIRE(c.rule_allows());
+  REQUIRE(specshim.attach({"--device", host.node.string() + ":/dev/kmsg-test"}).exit_code == 0);
+  REQUIRE(specshim.detach({"--device", "/dev/kmsg-test"}).exit_code == 0);
+  CHECK(c.sh("test -e /dev/kmsg-test && echo present || echo gone") == "gone\n");
+  CHECK(c.rule_allows());
+}
