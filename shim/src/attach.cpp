@@ -389,19 +389,7 @@ void cdi_wanted(const Target& t, const std::vector<std::string>& names, Wanted& 
   std::vector<std::string> missing_names;
   for (const auto& n : wanted)
     if (!reg.find(n)) missing_names.push_back(n);
-  if (!missing_names.empty()) {
-    std::string msg = "unresolvable CDI devices " + join(missing_names, ", ");
-    std::vector<std::string> failed;
-    for (const auto& f : reg.files)
-      if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);
-    if (!failed.empty()) msg += "; spec files not loaded: " + join(failed, "; ");
-    for (const auto& n : missing_names)
-      if (auto c = reg.conflicts.find(n); c != reg.conflicts.end())
-        msg += "; " + n + " is defined by more than one spec file of the same dir: " + join(c->second, ", ");
-    if (!reg.dir_errors.empty()) msg += "; " + join(reg.dir_errors, "; ");
-    msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
-    throw Error(msg);
-  }
+  if (!missing_names.empty()) throw cdi::unresolvable_error(missing_names, reg);
   for (const auto& n : names) {
     const cdi::DeviceRef* ref = reg.find(n);
     add_cdi_edits(ref->spec->edits, n, t.spec, w);
