@@ -11,7 +11,7 @@ build=${1:-build}
 shim="$PWD/$build/shim/specshim"
 [ -x "$shim" ] || { echo "build first: cmake --build $build --target specshim" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
-command -v runc >/dev/null && command -v jq >/dev/null || { echo "needs runc and jq" >&2; exit 1; }
+if ! command -v runc >/dev/null || ! command -v jq >/dev/null; then echo "needs runc and jq" >&2; exit 1; fi
 runs=${BENCH_RUNS:-50}
 # The bundle lives where containerd keeps them, on tmpfs (/run/containerd/...).
 tmpfs_dir=/run
@@ -56,7 +56,8 @@ stats() {  # file -> "median p90" in ms
 }
 read -r am ap < <(stats "$work/attach.ns")
 read -r dm dp < <(stats "$work/detach.ns")
-cgroup=$( [ -e /sys/fs/cgroup/cgroup.controllers ] && echo v2 || { [ -d /sys/fs/cgroup/unified ] && echo "v1 hybrid" || echo v1; })
+cgroup=v1
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then cgroup=v2; elif [ -d /sys/fs/cgroup/unified ]; then cgroup="v1 hybrid"; fi
 echo "| verb ($runs runs, cgroup $cgroup, $(nproc) cores) | median | p90 |"
 echo "|---|---:|---:|"
 echo "| \`specshim attach --device\` | $am ms | $ap ms |"
