@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 
+#include "bpf_object.h"
 #include "container.h"
 #include "host_device.h"
 #include "specshim/live/cgroup_devices.h"
@@ -422,10 +423,11 @@ TEST_CASE("attach: the device program on the container's cgroup2 directory is re
   REQUIRE(places.unified);
   REQUIRE(places.v1_devices);
   REQUIRE(live::attached_device_programs(*places.unified).empty());  // runc attaches none on a hybrid host
-  // Another manager's program there: everything but 1:11. With v1 allowing 1:11, the program alone denies it.
-  live::replace_device_program(*places.unified, {{true, 'a', {}, {}, "rwm"}, {false, 'c', 1, 11, "rwm"}});
-  auto before = live::attached_device_programs(*places.unified);
-  REQUIRE(before.size() == 1);
+  // Another manager's program there, clang-built and attached by bpftool: everything but 1:11. With v1
+  // allowing 1:11, the program alone denies it.
+  ensure_bpffs();
+  AttachedBpfObject other(*places.unified, deny_1_11_object());
+  REQUIRE(live::attached_device_programs(*places.unified) == std::vector<std::uint32_t>{other.id()});
   live::DeviceRule rule{true, 'c', 1, 11, "rwm"};
   live::v1_write(*places.v1_devices, rule);
   CHECK_FALSE(c.rule_allows());
@@ -439,7 +441,8 @@ TEST_CASE("attach: the device program on the container's cgroup2 directory is re
   CHECK(c.exec(opens("/dev/null")).out == "open-ok\n");
   auto after = live::attached_device_programs(*places.unified);
   REQUIRE(after.size() == 1);
-  CHECK(after != before);
+  CHECK(after[0] != other.id());
+  CHECK_FALSE(other.attached());
 
   REQUIRE(specshim.detach({"--device", "/dev/kmsg-test"}).exit_code == 0);
   CHECK_FALSE(c.rule_allows());
