@@ -198,3 +198,17 @@ scale_table() {
 }
 extra_cases+=('scale_cases')
 extra_sections+=('scale_table')
+
+# hot-plug: attach and detach of a c 1:11 node on a running runc container
+# (scripts/bench-attach.sh; root only, real runc and cgroups).
+attach_table() {
+  echo "## Hot-plug: attach and detach on a running container"
+  echo
+  echo "\`scripts/bench-attach.sh\`: ${BENCH_ATTACH_RUNS:-50} \`specshim attach --device\` and \`detach --device\` of a c 1:11 node"
+  echo "on one running busybox container (real runc), each timed alone as a whole process. Each includes one"
+  echo "\`runc state\` (about 5 ms: the \`runc state\` row above), the cgroup rule, a forked child entering the"
+  echo "container's mount namespace, and the record's atomic write with its fsyncs."
+  echo
+  BENCH_RUNS=${BENCH_ATTACH_RUNS:-50} bash scripts/bench-attach.sh "$build"
+}
+if [ "$(id -u)" = 0 ] && command -v runc >/dev/null; then extra_sections+=('attach_table'); fi

@@ -13,6 +13,9 @@ const std::vector<OwnVerb>& own_verbs() {
   static const std::vector<OwnVerb> verbs = {
       {"dry-run", "show what a create would change in a bundle's config.json (writes nothing)", dry_run_main},
       {"doctor", "check whether this node is ready: config, runtime, CDI, kubelet, kernel, containerd", doctor_main},
+      {"attach", "give a running container a device or CDI device: cgroup rule, node, record", attach_main},
+      {"detach", "take back a device that attach gave a running container", detach_main},
+      {"attached", "show what attach gave a container", attached_main},
   };
   return verbs;
 }

@@ -25,6 +25,14 @@ int dry_run_main(const std::vector<std::string>& argv);
 // doctor_main: specshim doctor [--config FILE] [--json]
 int doctor_main(const std::vector<std::string>& argv);
 
+// attach_main: specshim attach [--root DIR] [--config FILE] ID (--device HOST[:CONTAINER[:PERMS]] | --cdi NAME)...
+// detach_main: specshim detach [--root DIR] [--config FILE] ID (--device CONTAINER-PATH | --cdi NAME)...
+// attached_main: specshim attached [--root DIR] [--config FILE] [--format text|json] ID
+// (shim/src/attach.cpp, docs/attach.md)
+int attach_main(const std::vector<std::string>& argv);
+int detach_main(const std::vector<std::string>& argv);
+int attached_main(const std::vector<std::string>& argv);
+
 // OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
 // whole argv.
 struct OwnVerb {

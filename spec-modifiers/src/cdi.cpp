@@ -68,23 +68,6 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
-// unresolvable_error names the devices and everything that may explain why:
-// the spec files that failed to load, conflicting definitions and unreadable
-// spec dirs (upstream reports only the names).
-Error unresolvable_error(const std::vector<std::string>& missing, const cdi::Registry& reg) {
-  std::string msg = "unresolvable CDI devices " + join(missing, ", ");
-  std::vector<std::string> failed;
-  for (const auto& f : reg.files)
-    if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);
-  if (!failed.empty()) msg += "; spec files not loaded: " + join(failed, "; ");
-  for (const auto& name : missing)
-    if (auto c = reg.conflicts.find(name); c != reg.conflicts.end())
-      msg += "; " + name + " is defined by more than one spec file of the same dir: " + join(c->second, ", ");
-  if (!reg.dir_errors.empty()) msg += "; " + join(reg.dir_errors, "; ");
-  msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
-  return Error(msg);
-}
-
 // ---- containerEdits → OCI ----
 
 // merge concatenates edits as upstream's ContainerEdits.Append: lists are
@@ -353,7 +336,7 @@ class Cdi : public Modifier {
         parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", ref->spec->edits);
       parts.emplace_back("CDI device " + name, ref->device->edits);
     }
-    if (!missing.empty()) throw unresolvable_error(missing, reg);
+    if (!missing.empty()) throw cdi::unresolvable_error(missing, reg);
 
     // Everything that can fail on the host is done before the spec is touched.
     ContainerEdits edits;
@@ -398,6 +381,23 @@ class Cdi : public Modifier {
 };
 
 }  // namespace
+
+// unresolvable_error names the devices and everything that may explain why:
+// the spec files that failed to load, conflicting definitions and unreadable
+// spec dirs (upstream reports only the names).
+Error cdi::unresolvable_error(const std::vector<std::string>& missing, const Registry& reg) {
+  std::string msg = "unresolvable CDI devices " + join(missing, ", ");
+  std::vector<std::string> failed;
+  for (const auto& f : reg.files)
+    if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);
+  if (!failed.empty()) msg += "; spec files not loaded: " + join(failed, "; ");
+  for (const auto& name : missing)
+    if (auto c = reg.conflicts.find(name); c != reg.conflicts.end())
+      msg += "; " + name + " is defined by more than one spec file of the same dir: " + join(c->second, ", ");
+  if (!reg.dir_errors.empty()) msg += "; " + join(reg.dir_errors, "; ");
+  msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
+  return Error(msg);
+}
 
 std::optional<std::vector<std::string>> cdi::read_spec_dirs(config::Section& s) {
   if (s.boolean("enabled") == false) return std::nullopt;

@@ -282,8 +282,8 @@ TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's 
     auto r = c.shim(args);
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
-    for (const char* want : {"dry-run ", "doctor ", "/etc/specshim/config.toml", "SPECSHIM_CONFIG", "man specshim",
-                             "passwd, device-plugin, cpuset, cdi"})
+    for (const char* want : {"dry-run ", "doctor ", "attach ", "detach ", "attached ", "/etc/specshim/config.toml",
+                             "SPECSHIM_CONFIG", "man specshim", "passwd, device-plugin, cpuset, cdi"})
       REQUIRE_THAT(r.out, Catch::Contains(want));
     REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
       std::vector<std::string> want{RECORDING_RUNTIME};
@@ -303,6 +303,24 @@ TEST_CASE("help: a runc command's help and `help VERB` are not specshim's usage"
   auto verb = c.shim({"help", "dry-run"});
   REQUIRE(verb.exit_code == 0);
   REQUIRE_THAT(verb.out, Catch::Contains("--bundle"));
+}
+
+TEST_CASE("help: attach, detach and attached each print their own --help, and refuse bad arguments") {
+  Cli c;
+  for (const char* verb : {"attach", "detach", "attached"}) {
+    CAPTURE(verb);
+    auto r = c.shim({verb, "--help"});
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains(std::string("specshim ") + verb));
+    REQUIRE_THAT(r.out, Catch::Contains("--root"));
+    REQUIRE_THAT(r.out, Catch::Contains("CONTAINER-ID"));
+    auto bare = c.shim({verb});
+    REQUIRE(bare.exit_code != 0);
+    REQUIRE_THAT(bare.err, Catch::Contains("CONTAINER-ID is required"));
+    REQUIRE_FALSE(c.runtime_ran());
+  }
+  REQUIRE_THAT(c.shim({"attach", "--help"}).out, Catch::Contains("HOST[:CONTAINER[:PERMS]]"));
+  REQUIRE_THAT(c.shim({"attached", "--help"}).out, Catch::Contains("--format"));
 }
 
 TEST_CASE("dry-run prints the spec and writes nothing") {

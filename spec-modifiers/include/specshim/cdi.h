@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "specshim/error.h"
+
 namespace specshim::config {
 class Section;
 }
@@ -186,5 +188,11 @@ struct Registry {
 // has no backslash escape and lacks the kind or the name as a whole value.
 // Skipping such files changes no result for the wanted devices.
 Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr);
+
+// unresolvable_error is the error for requested names reg does not define:
+// it names them and everything that may explain why (the spec files that
+// failed to load, conflicting definitions, unreadable spec dirs, the dirs
+// searched); upstream reports only the names.
+Error unresolvable_error(const std::vector<std::string>& missing, const Registry& reg);
 
 }  // namespace specshim::cdi

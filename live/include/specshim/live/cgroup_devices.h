@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "specshim/live/device_rules.h"
@@ -28,6 +29,12 @@ struct CgroupPlaces {
   std::string systemd_unit;
 };
 CgroupPlaces cgroup_places(pid_t pid);
+// parse_cgroup_places is cgroup_places on the text of /proc/PID/cgroup and
+// of the mountinfo of the mount namespace the paths are for. A cgroup whose
+// hierarchy is not mounted (or mounted showing another part of it) is left
+// out; the systemd unit is looked for in the cgroup2 path, then the devices
+// one, then name=systemd's.
+CgroupPlaces parse_cgroup_places(std::string_view proc_cgroup, std::string_view mountinfo);
 
 // Undo reverses one applied change; calling it is best effort and it
 // throws Error when the reversal itself fails.
@@ -50,16 +57,33 @@ std::vector<std::uint32_t> attached_device_programs(const std::filesystem::path&
 Undo replace_device_program(const std::filesystem::path& cgroup_dir, const std::vector<DeviceRule>& rules);
 
 // SystemdRequest is what tells systemd the unit's devices changed, so a
-// daemon-reload does not take them away: DeviceAllow= as a runtime property.
+// daemon-reload (which makes systemd rewrite the unit's device rules from
+// its own properties) does not take them away: DeviceAllow= as a runtime
+// property (systemd.resource-control(5), systemd v240 or later).
 struct SystemdRequest {
-  std::string unit;                 // "cri-containerd-abc.scope"
-  std::vector<std::string> values;  // DeviceAllow= values: "char-1:11 rw" or "/dev/x rw"
-  // argv of `systemctl set-property --runtime UNIT DeviceAllow=...`
+  std::string unit;  // "cri-containerd-abc.scope"
+  // DeviceAllow= values, the whole list: "" first (an empty assignment
+  // resets the unit's list, as runc's systemd driver does), then one entry
+  // per allowed key: "/dev/char/1:11 rw" (systemd >= 240 parses the numbers
+  // from such a path, no node needed), "char-195 rw" for 195:*, "char-* m"
+  // for *:*; the same with /dev/block/ and block-.
+  std::vector<std::string> values;
+  // What systemd cannot say, left out of values (the caller says so):
+  // "c *:3 rw" (a wildcard major with a minor), and the deny rules of an
+  // allow-by-default list (systemd has only allow lists; as runc does, the
+  // list is then empty, which denies everything after a daemon-reload).
+  std::vector<std::string> unsupported;
+  // argv of `systemctl set-property --runtime -- UNIT DeviceAllow= DeviceAllow=...`
   std::vector<std::string> systemctl_argv() const;
 };
+// systemd_device_allow turns the container's whole rule list (what the
+// cgroup enforces after the change, reduced as the v1 controller would:
+// compile_program's view) into the request. Throws Error where
+// compile_program does.
 SystemdRequest systemd_device_allow(const std::string& unit, const std::vector<DeviceRule>& rules);
 
-// systemd_is_pid1 reports whether systemd runs as PID 1 (/run/systemd/system).
-bool systemd_is_pid1();
+// systemd_is_pid1 reports whether systemd runs as PID 1: root/run/systemd/system
+// is a directory (what sd_booted(3) tests).
+bool systemd_is_pid1(const std::filesystem::path& root = "/");
 
 }  // namespace specshim::live

@@ -30,14 +30,22 @@ struct DeviceRule {
 // str is the rule in devices.allow syntax: "c 1:11 rw", "a *:* rwm".
 std::string str(const DeviceRule& rule);
 
-// runc_default_rules are the rules runc adds after a spec's own (its
-// specconv AllowedDevices): mknod of any node, and rwm on null, zero, full,
-// random, urandom, tty, ptmx, the pts range and tun.
+// runc_default_rules are the rules runc appends after a spec's own (its
+// specconv AllowedDevices, runc 1.1 to 1.5): mknod of any char and block
+// node, and rwm on null, random, full, tty, zero, urandom, the pts range
+// (136:*), ptmx (5:2) and tun (10:200). runc 1.2.0-1.2.3 lacked tun; no runc
+// since 1.0 has console (5:1): /dev/console is a pts bind mount there.
 const std::vector<DeviceRule>& runc_default_rules();
 
 // spec_rules reads linux.resources.devices of a config.json. Throws Error
 // naming the index of an entry that is not a valid rule.
 std::vector<DeviceRule> spec_rules(const Spec& spec);
+
+// container_rules are the rules runc applied when it created the container
+// from spec: spec_rules, then runc_default_rules without the defaults whose
+// path (/dev/null, ...) linux.devices lists (runc drops those in favour of
+// the spec's entry). Throws Error as spec_rules does.
+std::vector<DeviceRule> container_rules(const Spec& spec);
 
 // Access is one device access a program decides on.
 struct Access {
@@ -48,13 +56,43 @@ struct Access {
 };
 
 // reference_decision decides an access the way the kernel's cgroup v1
-// devices controller and runc's emulator do for a rule list applied in
-// order: the last matching rule wins, nothing matching is denied. It is the
-// specification compile_program is tested against.
+// devices controller does for a rule list written in order into a new
+// cgroup, which is also what runc's cgroup v2 program enforces (runc runs
+// the list through its v1 emulator first). It is NOT "the last matching rule
+// wins":
+// - the cgroup starts denying everything; a type 'a' rule anywhere resets it
+//   (allow: allow everything, deny: deny everything) and drops every
+//   exception before it, whatever its numbers and access;
+// - any other rule is an exception keyed by exactly (type, major, minor) and
+//   changes only that key's access: a rule of the default's opposite verdict
+//   adds its access to the key, one of the default's verdict removes its
+//   access from the key (never from a wildcard key covering it: the kernel
+//   ignores such a deny silently, runc refuses it);
+// - an access gets the opposite of the default when an exception key covers
+//   the device (wildcards on the key's side) and holds the access.
+// It is the specification compile_program is tested against.
 bool reference_decision(const std::vector<DeviceRule>& rules, const Access& access);
 
+// Reduced is a rule list as the v1 controller holds it after the list was
+// written into a new cgroup: the default, and the exceptions (one per key,
+// sorted by type, major, minor; access merged), each granting its access
+// against the default (allow: true when the default denies).
+struct Reduced {
+  bool default_allow = false;
+  std::vector<DeviceRule> exceptions;
+};
+// reduce applies rules as the controller does (reference_decision's rules),
+// refusing what compile_program refuses.
+Reduced reduce(const std::vector<DeviceRule>& rules);
+
 // compile_program turns a rule list into a BPF_CGROUP_DEVICE program whose
-// decision for every access equals reference_decision's.
+// decision for every access equals reference_decision's (for a request of
+// several access bits at once, as open(O_RDWR) makes, it decides as the v1
+// controller does: a deny-by-default list needs one exception holding all of
+// them, an allow-by-default list denies when any exception holds any). Throws
+// Error, as runc does, for a list whose deny would punch a hole into a
+// wildcard exception ("c 1:* rwm" allowed, then "c 1:3 w" denied): the kernel
+// would ignore that deny and allow what the list seems to refuse.
 std::vector<bpf_insn> compile_program(const std::vector<DeviceRule>& rules);
 
 }  // namespace specshim::live

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// The --device argument and <bundle>/specshim-attached.json.
+#include <algorithm>
+#include <limits>
+
+#include "attach.h"
+#include "specshim/error.h"
+#include "specshim/spec.h"
+
+namespace specshim::shim::attach {
+namespace {
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+template <typename T>
+T get(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw Error(where + ": missing " + q(key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const std::exception& e) {
+    throw Error(where + ": " + q(key) + ": " + json_cause(e));
+  }
+}
+
+std::uint32_t get_u32(const Json& j, const char* key, const std::string& where) {
+  auto v = get<std::int64_t>(j, key, where);
+  if (v < 0 || v > std::numeric_limits<std::uint32_t>::max()) throw Error(where + ": " + q(key) + ": out of range");
+  return static_cast<std::uint32_t>(v);
+}
+
+std::vector<std::string> strings(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) return {};
+  return get<std::vector<std::string>>(j, key, where);
+}
+
+Json array_of(const std::vector<std::string>& v) {
+  return Json(v);
+}
+
+}  // namespace
+
+std::optional<std::string> canonical_permissions(std::string_view p) {
+  if (p.empty()) return std::nullopt;
+  std::string out;
+  for (char want : std::string_view("rwm")) {
+    auto n = std::count(p.begin(), p.end(), want);
+    if (n > 1) return std::nullopt;
+    if (n == 1) out += want;
+  }
+  if (out.size() != p.size()) return std::nullopt;
+  return out;
+}
+
+DeviceArg parse_device_arg(std::string_view arg) {
+  std::string what = "--device " + q(arg);
+  if (contains_control(arg)) throw Error(what + ": contains control characters");
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto colon = arg.find(':', start);
+    parts.emplace_back(arg.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3)
+    throw Error(what + ": expected HOST[:CONTAINER[:PERMS]], got " + std::to_string(parts.size()) +
+                " fields (paths with ':' are not supported)");
+  DeviceArg d;
+  d.host = parts[0];
+  if (d.host.empty() || d.host[0] != '/') throw Error(what + ": host path " + q(d.host) + " must be absolute");
+  d.container = parts.size() > 1 && !parts[1].empty() ? parts[1] : d.host;
+  if (d.container[0] != '/') throw Error(what + ": container path " + q(d.container) + " must be absolute");
+  if (parts.size() > 2) {
+    auto p = canonical_permissions(parts[2]);
+    if (!p) throw Error(what + ": permissions " + q(parts[2]) + " must be a non-empty subset of rwm");
+    d.permissions = *p;
+  }
+  return d;
+}
+
+std::string record_json(const Record& r) {
+  Json devices = Json::array();
+  for (const auto& d : r.devices) {
+    Json j = {{"path", d.path},
+              {"hostPath", d.host_path},
+              {"type", std::string(1, d.type)},
+              {"major", d.major},
+              {"minor", d.minor},
+              {"permissions", d.permissions},
+              {"fileMode", d.file_mode},
+              {"uid", d.uid},
+              {"gid", d.gid},
+              {"node", d.node},
+              {"direct", d.direct},
+              {"cdi", array_of(d.cdi)}};
+    devices.push_back(std::move(j));
+  }
+  Json mounts = Json::array();
+  for (const auto& m : r.mounts)
+    mounts.push_back({{"path", m.path},
+                      {"hostPath", m.host_path},
+                      {"options", array_of(m.options)},
+                      {"target", m.target},
+                      {"mounted", m.mounted},
+                      {"cdi", array_of(m.cdi)}});
+  Json not_applied = Json::array();
+  for (const auto& n : r.not_applied) not_applied.push_back({{"cdi", n.cdi}, {"edit", n.edit}, {"value", n.value}});
+  Json doc = {{"version", kRecordVersion},
+              {"container", r.container},
+              {"devices", devices},
+              {"mounts", mounts},
+              {"notApplied", not_applied}};
+  return doc.dump(2) + "\n";
+}
+
+Record parse_record(std::string_view text, const std::string& file) {
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error("parse " + q(file) + ": " + json_cause(e));
+  }
+  std::string where = "record " + q(file);
+  if (!doc.is_object()) throw Error(where + ": not a JSON object");
+  auto version = get<int>(doc, "version", where);
+  if (version != kRecordVersion)
+    throw Error(where + ": version " + std::to_string(version) + " is not " + std::to_string(kRecordVersion) +
+                " (written by another specshim version)");
+  Record r;
+  r.container = get<std::string>(doc, "container", where);
+  auto list = [&](const char* key) {
+    if (!doc.contains(key)) return Json::array();
+    if (!doc[key].is_array()) throw Error(where + ": " + q(key) + " is not an array");
+    return Json(doc[key]);
+  };
+  std::size_t i = 0;
+  for (const auto& j : list("devices")) {
+    std::string w = where + ": devices[" + std::to_string(i++) + "]";
+    if (!j.is_object()) throw Error(w + ": not an object");
+    RecordedDevice d;
+    d.path = get<std::string>(j, "path", w);
+    d.host_path = get<std::string>(j, "hostPath", w);
+    auto type = get<std::string>(j, "type", w);
+    if (type != "c" && type != "b") throw Error(w + ": type " + q(type) + " is not c or b");
+    d.type = type[0];
+    d.major = get<std::int64_t>(j, "major", w);
+    d.minor = get<std::int64_t>(j, "minor", w);
+    auto perms = canonical_permissions(get<std::string>(j, "permissions", w));
+    if (!perms) throw Error(w + ": permissions must be a non-empty subset of rwm");
+    d.permissions = *perms;
+    d.file_mode = get_u32(j, "fileMode", w);
+    d.uid = get_u32(j, "uid", w);
+    d.gid = get_u32(j, "gid", w);
+    d.node = get<std::string>(j, "node", w);
+    if (d.node != "mknod" && d.node != "bind" && d.node != "existing")
+      throw Error(w + ": node " + q(d.node) + " is unknown");
+    d.direct = j.contains("direct") && get<bool>(j, "direct", w);
+    d.cdi = strings(j, "cdi", w);
+    r.devices.push_back(std::move(d));
+  }
+  i = 0;
+  for (const auto& j : list("mounts")) {
+    std::string w = where + ": mounts[" + std::to_string(i++) + "]";
+    if (!j.is_object()) throw Error(w + ": not an object");
+    RecordedMount m;
+    m.path = get<std::string>(j, "path", w);
+    m.host_path = get<std::string>(j, "hostPath", w);
+    m.options = strings(j, "options", w);
+    m.target = get<std::string>(j, "target", w);
+    m.mounted = get<bool>(j, "mounted", w);
+    m.cdi = strings(j, "cdi", w);
+    r.mounts.push_back(std::move(m));
+  }
+  i = 0;
+  for (const auto& j : list("notApplied")) {
+    std::string w = where + ": notApplied[" + std::to_string(i++) + "]";
+    if (!j.is_object()) throw Error(w + ": not an object");
+    r.not_applied.push_back(
+        {get<std::string>(j, "cdi", w), get<std::string>(j, "edit", w), get<std::string>(j, "value", w)});
+  }
+  return r;
+}
+
+}  // namespace specshim::shim::attach
