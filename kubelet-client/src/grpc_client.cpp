@@ -227,6 +227,19 @@ class GrpcClient final : public ClientBase {
                    " pods)");
   }
 
+  std::vector<PodResources> list_pods(const Budget& budget) override {
+    fs::path socket = pod_resources_socket(options().kubelet_root);
+    Call call{"List", socket, budget, channel(socket)};
+    v1::ListPodResourcesResponse resp;
+    auto stub = v1::PodResourcesLister::NewStub(call.channel);
+    grpc::Status s = call.unary(
+        [&](grpc::ClientContext& ctx) { return stub->List(&ctx, v1::ListPodResourcesRequest(), &resp); }, true);
+    if (!s.ok()) call.fail(s);
+    std::vector<PodResources> out;
+    for (const auto& p : resp.pod_resources()) out.push_back(from_proto(p));
+    return out;
+  }
+
   ResourceDevices allocatable(const Budget& budget) override {
     fs::path socket = pod_resources_socket(options().kubelet_root);
     Call call{"GetAllocatableResources", socket, budget, channel(socket)};
