@@ -142,9 +142,18 @@ TEST_CASE("device-plugin: a sibling gets its source container's DRA claim, resol
   Shim shim(host.tmp.path(), "[chain]\norder = [\"device-plugin\", \"cdi\"]\n\n[cdi]\nspec-dirs = [\"" +
                                  spec_dir.string() + "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" +
                                  host.root.string() + "\"\n\n[device-plugin.dra]\nenabled = true\n");
+  // dry-run runs the same chain: its diff shows the hand-over and the node.
+  auto dry = run_process({SPECSHIM_BINARY, "dry-run", "--bundle", b.dir().string(), "--format", "diff"}, shim.env());
+  INFO(dry.err);
+  REQUIRE(dry.exit_code == 0);
+  REQUIRE_THAT(dry.out, Contains(R"("path": "/annotations/specshim.io~1cdi-devices")") &&
+                            Contains(R"("value": "example.com/accel=claim-0")") &&
+                            Contains(R"("path": "/dev/accel0")") && Contains(R"("value": "ACCEL=accel-0")"));
+  REQUIRE(kubelet.calls("Get") == 1);
+
   auto r = shim.run(b, unique_id("it-dp-dra"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out == kVisible + kAccelOpened);
-  REQUIRE(kubelet.calls("Get") == 1);
+  REQUIRE(kubelet.calls("Get") == 2);
 }
