@@ -307,13 +307,11 @@ struct DevicePlugin::State {
     if (!config.dra.enabled) return;
     auto from = spec.annotation(kDevicesFrom);
     auto pod_sync = spec.annotation(kDevicesFromPod);
+    if (pod_sync && *pod_sync != "true" && *pod_sync != "false")
+      dra_fail(std::string("read the DRA claims of pod `") + id.pod.str() + "` (annotation " + kDevicesFromPod + ")",
+               "want \"true\" or \"false\"");
     bool all = pod_sync && *pod_sync == "true";
-    if (!from && !all) {
-      if (pod_sync && *pod_sync != "false")
-        dra_fail(std::string("read the DRA claims of pod `") + id.pod.str() + "` (annotation " + kDevicesFromPod + ")",
-                 "want \"true\" or \"false\"");
-      return;
-    }
+    if (!from && !all) return;
     std::string asked = from.value_or("") + "\n" + (all ? "pod-sync" : "");
     if (dra_asked != asked) {
       dra_names = gather_claims(from, all);
@@ -331,6 +329,9 @@ struct DevicePlugin::State {
     }
   }
 
+  // gather_claims lists (CDI name, where it came from) for the sources, in
+  // container order, each name once; a malformed name fails here, before
+  // the spec is touched.
   std::vector<std::pair<std::string, std::string>> gather_claims(const std::optional<std::string>& from, bool all) {
     std::string what = from ? "read the DRA claims of container `" + *from + "` (annotation " + kDevicesFrom + ")"
                             : "read the DRA claims of pod `" + id.pod.str() + "` (annotation " + kDevicesFromPod + ")";
