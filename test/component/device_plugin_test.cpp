@@ -706,7 +706,7 @@ TEST_CASE("dra: pod-sync takes the claims of every listed container, each name o
   CHECK(device_paths(spec) == std::vector<std::string>{"/dev/gpu0", "/dev/gpu1", "/dev/nic0"});
 }
 
-TEST_CASE("dra: off by default; with device-plugin resources only their devices are handled") {
+TEST_CASE("dra: off by default, and off next to device-plugin resources, which handle only their devices") {
   DraNode node;
   node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {}}});
   node.kubelet.assign("ns", "pod", "main", claims({gpus()}));
