@@ -25,6 +25,7 @@ json serve(KubeletClient& client, const json& req) {
   const std::string op = req.at("op").get<std::string>();
   if (op == "pod_resources")
     return client.pod_resources(req.at("namespace").get<std::string>(), req.at("name").get<std::string>(), budget);
+  if (op == "list_pods") return client.list_pods(budget);
   if (op == "allocatable") return client.allocatable(budget);
   if (op == "plugin_options") return client.plugin_options(req.at("socket").get<std::string>(), budget);
   if (op == "allocate")

@@ -215,16 +215,30 @@ class GrpcClient final : public ClientBase {
       }
       get_disabled_ = true;  // Get is gated off on 1.27-1.33: use List from now on
     }
+    v1::ListPodResourcesResponse resp = list(socket, budget);
+    for (const auto& p : resp.pod_resources())
+      if (p.namespace_() == ns && p.name() == name) return from_proto(p);
+    throw NotFound(on_socket("List", socket.string()) + ": " + pod + " is not in the answer (" +
+                   std::to_string(resp.pod_resources_size()) + " pods)");
+  }
+
+  std::vector<PodResources> list_pods(const Budget& budget) override {
+    v1::ListPodResourcesResponse resp = list(pod_resources_socket(options().kubelet_root), budget);
+    std::vector<PodResources> out;
+    for (const auto& p : resp.pod_resources()) out.push_back(from_proto(p));
+    return out;
+  }
+
+  // list calls List: every pod of the node (converted by the caller, which
+  // may need only one).
+  v1::ListPodResourcesResponse list(const fs::path& socket, const Budget& budget) {
     Call call{"List", socket, budget, channel(socket)};
     v1::ListPodResourcesResponse resp;
     auto stub = v1::PodResourcesLister::NewStub(call.channel);
     grpc::Status s = call.unary(
         [&](grpc::ClientContext& ctx) { return stub->List(&ctx, v1::ListPodResourcesRequest(), &resp); }, true);
     if (!s.ok()) call.fail(s);
-    for (const auto& p : resp.pod_resources())
-      if (p.namespace_() == ns && p.name() == name) return from_proto(p);
-    throw NotFound(call.what() + ": " + pod + " is not in the answer (" + std::to_string(resp.pod_resources_size()) +
-                   " pods)");
+    return resp;
   }
 
   ResourceDevices allocatable(const Budget& budget) override {

@@ -58,6 +58,10 @@ class HelperClient final : public ClientBase {
     return rpc("pod_resources", {{"namespace", ns}, {"name", name}}, budget, "Get", pr_socket()).get<PodResources>();
   }
 
+  std::vector<PodResources> list_pods(const Budget& budget) override {
+    return rpc("list_pods", json::object(), budget, "List", pr_socket()).get<std::vector<PodResources>>();
+  }
+
   ResourceDevices allocatable(const Budget& budget) override {
     return rpc("allocatable", json::object(), budget, "GetAllocatableResources", pr_socket()).get<ResourceDevices>();
   }

@@ -7,6 +7,7 @@
 //           | {"ok": false, "kind": "unavailable|deadline|not-found|protocol|other", "message": "..."}
 // Operations and their arguments:
 //   pod_resources {namespace, name} -> PodResources
+//   list_pods {}                    -> [PodResources] (doctor only)
 //   allocatable {}                  -> ResourceDevices
 //   plugin_options {socket}         -> PluginOptions
 //   allocate {socket, resource, device_ids} -> AllocateResponse

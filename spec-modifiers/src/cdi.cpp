@@ -316,7 +316,7 @@ class Cdi : public Modifier {
 
   std::string_view name() const override { return "cdi"; }
 
-  void apply(Spec& spec, Context&) override {
+  void apply(Spec& spec, Context& ctx) override {
     std::vector<std::string> requested = requested_devices(spec);
     if (requested.empty()) return;
     const cdi::Registry& reg = registry(requested);
@@ -336,7 +336,7 @@ class Cdi : public Modifier {
         parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", ref->spec->edits);
       parts.emplace_back("CDI device " + name, ref->device->edits);
     }
-    if (!missing.empty()) throw cdi::unresolvable_error(missing, reg);
+    if (!missing.empty()) throw cdi::unresolvable_error(missing, reg, ctx.cdi_origins);
 
     // Everything that can fail on the host is done before the spec is touched.
     ContainerEdits edits;
@@ -384,9 +384,16 @@ class Cdi : public Modifier {
 
 // unresolvable_error names the devices and everything that may explain why:
 // the spec files that failed to load, conflicting definitions and unreadable
-// spec dirs (upstream reports only the names).
-Error cdi::unresolvable_error(const std::vector<std::string>& missing, const Registry& reg) {
-  std::string msg = "unresolvable CDI devices " + join(missing, ", ");
+// spec dirs (upstream reports only the names). A name another modifier
+// handed over says where it came from (a DRA claim and its driver).
+Error cdi::unresolvable_error(const std::vector<std::string>& missing, const Registry& reg,
+                              const std::map<std::string, std::string>& origins) {
+  std::vector<std::string> named;
+  for (const auto& name : missing) {
+    auto origin = origins.find(name);
+    named.push_back(origin == origins.end() ? name : name + " (from " + origin->second + ")");
+  }
+  std::string msg = "unresolvable CDI devices " + join(named, ", ");
   std::vector<std::string> failed;
   for (const auto& f : reg.files)
     if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);

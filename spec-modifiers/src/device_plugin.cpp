@@ -15,6 +15,7 @@
 #include <exception>
 #include <set>
 
+#include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
@@ -72,9 +73,11 @@ struct DevicePlugin::State {
   std::optional<kubelet::PodResources> pod_resources;  // of pod_asked
   std::exception_ptr pod_failure;                      // of pod_asked: not asked again
   PodRef pod_asked;
-  std::map<std::string, std::size_t> memo;  // memo_key -> index in resolved
-  std::deque<Resolution> resolved;          // in resolution order; references stay valid
-  std::vector<std::string> changes;         // what the last apply merged
+  std::map<std::string, std::size_t> memo;                     // memo_key -> index in resolved
+  std::deque<Resolution> resolved;                             // in resolution order; references stay valid
+  std::vector<std::string> changes;                            // what the last apply merged
+  std::optional<std::string> dra_asked;                        // the DRA sources resolved, "from\npod-sync"
+  std::vector<std::pair<std::string, std::string>> dra_names;  // CDI name, where it came from
 
   // Per apply.
   Context* ctx = nullptr;
@@ -285,6 +288,107 @@ struct DevicePlugin::State {
     return req;
   }
 
+  // ---- DRA claims ---------------------------------------------------------
+
+  // dra_fail throws a DRA hand-off failure. There is no on-error here (no
+  // resource entry carries a claim): a sibling that asked for its source's
+  // devices never runs without them.
+  [[noreturn]] void dra_fail(const std::string& what, const std::string& cause) const {
+    throw Error(what + " for " + target + " (socket " + pod_resources_socket() + "): " + cause);
+  }
+
+  // dra_claims hands the CDI names of the source containers' DRA claims to
+  // cdi: the container specshim.io/devices-from names, every container the
+  // kubelet lists for specshim.io/devices-from-pod, drivers filtered. Never
+  // a CRI container's own claims: containerd injected those from CRI. The
+  // names are gathered once per create (one PodResources answer) and merged
+  // again in every pass, which changes nothing after the first.
+  void dra_claims(Spec& spec) {
+    if (!config.dra.enabled) return;
+    auto from = spec.annotation(kDevicesFrom);
+    auto pod_sync = spec.annotation(kDevicesFromPod);
+    if (pod_sync && *pod_sync != "true" && *pod_sync != "false")
+      dra_fail(std::string("read the DRA claims of pod `") + id.pod.str() + "` (annotation " + kDevicesFromPod + ")",
+               "want \"true\" or \"false\"");
+    bool all = pod_sync && *pod_sync == "true";
+    if (!from && !all) return;
+    std::string asked = from.value_or("") + "\n" + (all ? "pod-sync" : "");
+    if (dra_asked != asked) {
+      dra_names = gather_claims(from, all);
+      dra_asked = asked;
+    }
+    std::vector<std::string> names;
+    for (const auto& [name, origin] : dra_names) {
+      names.push_back(name);
+      ctx->cdi_origins.emplace(name, origin);
+    }
+    if (merge_list_annotation(spec, kCdiDevices, names)) {
+      changes.push_back("handed over CDI devices " + join(names) + " of DRA claims");
+      for (const auto& [name, origin] : dra_names)
+        log::debug("device-plugin: CDI device {} for {}: from {}", name, target, origin);
+    }
+  }
+
+  // gather_claims lists (CDI name, where it came from) for the sources, in
+  // container order, each name once; a malformed name fails here, before
+  // the spec is touched.
+  std::vector<std::pair<std::string, std::string>> gather_claims(const std::optional<std::string>& from, bool all) {
+    std::string what = from ? "read the DRA claims of container `" + *from + "` (annotation " + kDevicesFrom + ")"
+                            : "read the DRA claims of pod `" + id.pod.str() + "` (annotation " + kDevicesFromPod + ")";
+    if (from &&
+        (from->empty() || from->size() > 253 || contains_control(*from) || from->find('/') != std::string::npos))
+      dra_fail(what, "not a container name");
+    const kubelet::PodResources* pr = nullptr;
+    try {
+      if (id.pod.empty()) throw kubelet::NotFound(std::string("no pod is known: set annotation ") + kPod);
+      pr = &pod();
+      if (from && !pr->containers.count(*from))
+        throw kubelet::NotFound("pod `" + id.pod.str() + "` has no container `" + *from + "`");
+    } catch (const kubelet::Error& e) {
+      dra_fail(what, e.what());
+    }
+    std::vector<std::string> sources;
+    if (from) sources.push_back(*from);
+    if (all)
+      for (const auto& [name, devices] : pr->containers)
+        if (std::find(sources.begin(), sources.end(), name) == sources.end()) sources.push_back(name);
+
+    // A CRI container's own claims (by namespace/name) are containerd's business.
+    std::set<std::string> own;
+    if (id.cri && !id.container.empty())
+      for (const auto& claim : pr->assignment(id.container).dynamic_resources)
+        own.insert(claim.claim_namespace + "/" + claim.claim_name);
+
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& source : sources) {
+      for (const auto& claim : pr->assignment(source).dynamic_resources) {
+        std::string ref = claim.claim_namespace + "/" + claim.claim_name;
+        if (own.count(ref)) {
+          log::debug("device-plugin: DRA claim `{}` of container `{}`: {} holds it already", ref, source, target);
+          continue;
+        }
+        for (const auto& res : claim.claim_resources) {
+          std::string origin = "DRA claim `" + ref + "` of container `" + source + "`, driver `" + res.driver_name +
+                               "`, device `" + res.pool_name + "/" + res.device_name + "`";
+          if (!config.dra.follows(res.driver_name)) {
+            log::debug("device-plugin: {}: driver not in [device-plugin.dra] drivers, left out", origin);
+            continue;
+          }
+          if (res.cdi_devices.empty()) log::debug("device-plugin: {}: the driver named no CDI device", origin);
+          for (const auto& name : res.cdi_devices) {
+            std::string why;
+            if (name.find(',') != std::string::npos || !cdi::parse_qualified_name(name, &why))
+              dra_fail(what, origin + ": invalid CDI device name `" + name + "`" + (why.empty() ? "" : ": " + why));
+            bool seen = std::any_of(out.begin(), out.end(), [&](auto& o) { return o.first == name; });
+            if (!seen) out.emplace_back(name, origin);
+          }
+        }
+      }
+    }
+    if (out.empty()) log::debug("device-plugin: {}: no DRA claim to hand over for {}", what, target);
+    return out;
+  }
+
   // ---- resolution ---------------------------------------------------------
 
   // stored_answer finds the kubelet's answer for exactly these devices:
@@ -419,6 +523,7 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
   s.container_sync_requests(spec, requests);
   s.pod_sync_requests(spec, requests);
   for (const auto& req : requests) s.merge(spec, req);
+  s.dra_claims(spec);
   for (const auto& [r, value] : direct)
     if (auto req = s.direct_request(*r, value)) s.merge(spec, *req);
 }

@@ -58,7 +58,32 @@ Resource read_resource(config::Section& t, const Config& seen) {
   return r;
 }
 
+// valid_driver_name accepts a DRA driver name as Kubernetes validates it: a
+// DNS subdomain of at most 63 characters (lowercase, digits, '-', '.').
+bool valid_driver_name(std::string_view n) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (n.empty() || n.size() > 63 || !alnum(n.front()) || !alnum(n.back())) return false;
+  return std::all_of(n.begin(), n.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+Dra read_dra(config::Section& t) {
+  Dra d;
+  d.enabled = t.boolean("enabled").value_or(false);
+  for (const auto& driver : t.strings("drivers").value_or(std::vector<std::string>{})) {
+    if (!valid_driver_name(driver))
+      t.fail("drivers", "`" + driver + "` is not a DRA driver name (a DNS subdomain, e.g. \"gpu.nvidia.com\")");
+    if (d.follows(driver) && !d.drivers.empty()) t.fail("drivers", "driver `" + driver + "` listed twice");
+    d.drivers.push_back(driver);
+  }
+  t.finish();
+  return d;
+}
+
 }  // namespace
+
+bool Dra::follows(std::string_view driver) const {
+  return drivers.empty() || std::find(drivers.begin(), drivers.end(), driver) != drivers.end();
+}
 
 std::string_view to_string(Provider p) {
   for (const auto& [provider, name] : kProviders)
@@ -91,6 +116,7 @@ Config read_table(config::Section& s) {
   if (auto ms = s.integer("budget-ms", 1, 600000)) c.budget = std::chrono::milliseconds(*ms);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
   for (auto& t : s.tables("resources")) c.resources.push_back(read_resource(t, c));
+  if (auto dra = s.table("dra")) c.dra = read_dra(*dra);
   return c;
 }
 

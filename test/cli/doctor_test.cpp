@@ -109,6 +109,20 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
           "rule `vfio` matches resources, but the device-plugin modifier that writes specshim.io/resources is off"));
 }
 
+TEST_CASE("doctor: [device-plugin.dra] enabled with device-plugin or cdi off is a warning") {
+  FakeHost h;
+  h.write_config("[device-plugin.dra]\nenabled = true\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "[device-plugin.dra] is enabled, but the device-plugin modifier is off: "
+                                      "siblings get no DRA claims"));
+  h.write_config("[cdi]\nenabled = false\n[device-plugin]\nenabled = true\n[device-plugin.dra]\nenabled = true\n");
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("config", "warn", "[device-plugin.dra] is enabled, but the cdi modifier is off"));
+  REQUIRE_THAT(report, !HasFinding("config", "warn", "the device-plugin modifier is off"));
+  h.write_config("[device-plugin]\nenabled = true\n[device-plugin.dra]\nenabled = true\n");
+  REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "[device-plugin.dra]"));
+}
+
 TEST_CASE("doctor: a missing or failing runtime is a problem") {
   FakeHost h;
   h.write_config("");

@@ -69,7 +69,7 @@ TEST_CASE("doctor: a kubelet with Get disabled is reported as creates would use 
   json report = parsed(h.run("enabled = true\n"));
   REQUIRE_THAT(report, HasFinding("kubelet", "ok", "PodResources Get is disabled here: creates use List"));
   REQUIRE_THAT(report, HasFinding("kubelet", "info", "device-plugins/kubelet_internal_checkpoint: absent"));
-  CHECK(h.kubelet.calls("List") == 1);
+  CHECK(h.kubelet.calls("List") == 2);  // Get's fallback, then the listing of pods' assignments
 }
 
 TEST_CASE("doctor: a plugin that hangs is cut at budget-ms, failing plugins and checkpoints are named") {
@@ -96,4 +96,56 @@ TEST_CASE("doctor: a plugin that hangs is cut at budget-ms, failing plugins and 
   REQUIRE_THAT(off, HasFinding("kubelet", "info", slow_call));
   REQUIRE_THAT(off, HasFinding("kubelet", "info", "driver not loaded"));
   REQUIRE(off["problems"] == 0);
+}
+
+TEST_CASE("doctor: pods' DRA claims, exclusive CPUs and pinned memory are listed per container") {
+  KubeletHost h;
+  h.kubelet.add_pod("ml", "train-0", "uid-1", {{"main", {}}, {"side", {}}});
+  h.kubelet.add_pod("web", "front", "uid-2", {{"app", {}}});
+  kubelet::ContainerAssignment main;
+  main.dynamic_resources = {{"gpus",
+                             "ml",
+                             {{.driver_name = "gpu.example.com",
+                               .pool_name = "node-1",
+                               .device_name = "gpu-0",
+                               .cdi_devices = {"gpu.example.com/gpu=c1-gpu0"},
+                               .share_id = {}},
+                              {.driver_name = "gpu.example.com",
+                               .pool_name = "node-1",
+                               .device_name = "gpu-1",
+                               .cdi_devices = {},
+                               .share_id = "s-1"}}}};
+  main.cpu_ids = {3, 2, 5};
+  main.memory = {{"memory", 1073741824, {0}}};
+  h.kubelet.assign("ml", "train-0", "main", main);
+  json report = parsed(h.run("enabled = true\n"));
+  std::string socket = kubelet::pod_resources_socket(h.kubelet_root).string();
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok",
+                                  socket + ": PodResources List: 2 pods, 1 with DRA claims, 1 with exclusive CPUs"));
+  REQUIRE(finding(report, "kubelet", "PodResources List")["details"] ==
+          json::array({"pod `ml/train-0` container `main`: DRA claim `ml/gpus`, driver `gpu.example.com`, device "
+                       "node-1/gpu-0, CDI gpu.example.com/gpu=c1-gpu0",
+                       "pod `ml/train-0` container `main`: DRA claim `ml/gpus`, driver `gpu.example.com`, device "
+                       "node-1/gpu-1 (share s-1), CDI none",
+                       "pod `ml/train-0` container `main`: exclusive CPUs 2-3,5",
+                       "pod `ml/train-0` container `main`: memory 1073741824 bytes on NUMA nodes 0"}));
+  REQUIRE(report["problems"] == 0);
+
+  // The text report lists them only with --verbose.
+  h.write_config("[device-plugin]\nenabled = true\n");
+  auto env = std::map<std::string, std::string>{{"SPECSHIM_KUBELET_HELPER", SPECSHIM_KUBELET_HELPER_BIN}};
+  auto quiet = h.doctor({}, env);
+  auto verbose = h.doctor({"--verbose"}, env);
+  CHECK_THAT(quiet.out, Catch::Contains("1 with DRA claims") && !Catch::Contains("exclusive CPUs 2-3,5"));
+  CHECK_THAT(verbose.out, Catch::Contains("pod `ml/train-0` container `main`: exclusive CPUs 2-3,5"));
+}
+
+TEST_CASE("doctor: a kubelet that reports no dynamic_resources for any container gets a note") {
+  KubeletHost h;
+  h.kubelet.add_pod("ml", "train-0", "uid-1", {{"main", {{"nvidia.com/gpu", {"GPU-a"}}}}});
+  json report = parsed(h.run("enabled = true\n[device-plugin.dra]\nenabled = true\n"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "info",
+                                  "no container has DRA claims (PodResources dynamic_resources): no pod here uses DRA, "
+                                  "or the kubelet does not report them (gate KubeletPodResourcesDynamicResources off"));
+  REQUIRE(report["problems"] == 0);
 }

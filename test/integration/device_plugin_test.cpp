@@ -116,3 +116,44 @@ TEST_CASE("device-plugin: a plugin that is down fails the create with pod, conta
                                       socket + "` does not exist (is the plugin running?)"));
   REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
 }
+
+// The claim's device is the test's host node, named by a CDI spec in a temp
+// spec dir; only cdi's rule for it lets the container open it.
+TEST_CASE("device-plugin: a sibling gets its source container's DRA claim, resolved by cdi, and opens its node") {
+  Host host;
+  FakeKubelet kubelet(host.root);
+  kubelet.add_pod("ns", "pod", "uid-it", {{"main", {}}});
+  specshim::kubelet::ContainerAssignment claimed;
+  specshim::kubelet::ClaimResource accel{.driver_name = "accel.example.com",
+                                         .pool_name = "node",
+                                         .device_name = "accel-0",
+                                         .cdi_devices = {"example.com/accel=claim-0"},
+                                         .share_id = {}};
+  claimed.dynamic_resources = {{"accel", "ns", {accel}}};
+  kubelet.assign("ns", "pod", "main", claimed);
+  fs::path spec_dir = host.tmp / "cdi";
+  fs::create_directories(spec_dir);
+  write_file(spec_dir / "accel.json",
+             R"({"cdiVersion": "0.6.0", "kind": "example.com/accel", "devices": [{"name": "claim-0",
+                 "containerEdits": {"env": ["ACCEL=accel-0"],
+                                    "deviceNodes": [{"path": "/dev/accel0", "hostPath": ")" +
+                 host.node.string() + R"("}]}}]})");
+  BusyboxBundle b = probe_bundle(host, {{"specshim.io/pod", "ns/pod"}, {"specshim.io/devices-from", "main"}});
+  Shim shim(host.tmp.path(), "[chain]\norder = [\"device-plugin\", \"cdi\"]\n\n[cdi]\nspec-dirs = [\"" +
+                                 spec_dir.string() + "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" +
+                                 host.root.string() + "\"\n\n[device-plugin.dra]\nenabled = true\n");
+  // dry-run runs the same chain: its diff shows the hand-over and the node.
+  auto dry = run_process({SPECSHIM_BINARY, "dry-run", "--bundle", b.dir().string(), "--format", "diff"}, shim.env());
+  INFO(dry.err);
+  REQUIRE(dry.exit_code == 0);
+  REQUIRE_THAT(dry.out, Contains(R"("path": "/annotations/specshim.io~1cdi-devices")") &&
+                            Contains(R"("value": "example.com/accel=claim-0")") &&
+                            Contains(R"("path": "/dev/accel0")") && Contains(R"("value": "ACCEL=accel-0")"));
+  REQUIRE(kubelet.calls("Get") == 1);
+
+  auto r = shim.run(b, unique_id("it-dp-dra"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == kVisible + kAccelOpened);
+  REQUIRE(kubelet.calls("Get") == 2);
+}

@@ -122,6 +122,39 @@ TEST_CASE("config: errors name the key") {
              Contains("`device-plugin.resources[1].name`: resource `a.com/g` is listed twice"));
 }
 
+TEST_CASE("config: [device-plugin.dra] off by default, drivers as listed, no resource needed") {
+  auto off = config_of("[device-plugin]\nenabled = true\n");
+  REQUIRE(off);
+  CHECK_FALSE(off->dra.enabled);
+  CHECK(off->dra.drivers.empty());
+  auto on = config_of(
+      "[device-plugin]\nenabled = true\n[device-plugin.dra]\nenabled = true\n"
+      "drivers = [\"gpu.nvidia.com\", \"nic.example.com\"]\n");
+  REQUIRE(on);
+  CHECK(on->dra.enabled);
+  CHECK(on->dra.drivers == std::vector<std::string>{"gpu.nvidia.com", "nic.example.com"});
+  CHECK(on->dra.follows("nic.example.com"));
+  CHECK_FALSE(on->dra.follows("gpu.example.com"));
+  CHECK(on->resources.empty());
+  CHECK(config_of("[device-plugin]\nenabled = true\n[device-plugin.dra]\nenabled = true\n")->dra.follows("any.io"));
+}
+
+TEST_CASE("config: [device-plugin.dra] errors name the key") {
+  auto err = [](const std::string& body) {
+    return error_of<Error>([&] { config_of("[device-plugin]\nenabled = true\n[device-plugin.dra]\n" + body); });
+  };
+  CHECK_THAT(err("enabled = true\ndriver = [\"gpu.nvidia.com\"]\n"),
+             Contains("unknown key `device-plugin.dra.driver`"));
+  CHECK_THAT(err("enabled = \"yes\"\n"), Contains("`device-plugin.dra.enabled`"));
+  CHECK_THAT(err("drivers = \"gpu.nvidia.com\"\n"), Contains("`device-plugin.dra.drivers`"));
+  CHECK_THAT(err("drivers = [1]\n"), Contains("`device-plugin.dra.drivers`"));
+  CHECK_THAT(err("drivers = [\"GPU.nvidia.com\"]\n"),
+             Contains("`device-plugin.dra.drivers`: `GPU.nvidia.com` is not a DRA driver name"));
+  CHECK_THAT(err("drivers = [\"a.io\", \"a.io\"]\n"), Contains("driver `a.io` listed twice"));
+  CHECK_THAT(error_of<Error>([] { config_of("[device-plugin]\nenabled = true\ndra = 1\n"); }),
+             Contains("`device-plugin.dra`: must be a table"));
+}
+
 TEST_CASE("identify: containerd, CRI-O, outside CRI") {
   auto containerd = identify(spec_with({{"io.kubernetes.cri.container-type", "container"},
                                         {"io.kubernetes.cri.sandbox-namespace", "ns"},

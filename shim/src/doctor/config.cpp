@@ -67,6 +67,12 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
                                 "that writes " +
                                 std::string(requirements::kResourcesAnnotation) + " is off");
     }
+    // [device-plugin.dra] is read by device-plugin and resolved by cdi: with
+    // either off, siblings get no claims, and nothing else would say so.
+    for (const char* needed : {"device-plugin", "cdi"})
+      if (loaded.device_plugin.dra.enabled && !loaded.on(needed))
+        c.add(Status::warn, std::string("[device-plugin.dra] is enabled, but the ") + needed +
+                                " modifier is off: siblings get no DRA claims");
   } catch (const std::exception& e) {
     c.add(Status::fail, describe(e));
   }

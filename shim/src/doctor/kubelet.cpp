@@ -3,9 +3,12 @@
 // the way it asks: through the specshim-kubelet helper (no gRPC in this
 // process), under the configured kubelet root, each call bounded by the
 // configured budget. PodResources (GetAllocatableResources, then Get as a
-// create calls it), every device plugin's device list, and the device
-// manager's checkpoint. With the modifier off the kubelet is still probed,
+// create calls it, then List for what pods hold besides devices: DRA claims,
+// exclusive CPUs, pinned memory), every device plugin's device list, and the
+// device manager's checkpoint. With the modifier off the kubelet is still probed,
 // but nothing found here is a problem.
+#include <algorithm>
+
 #include "doctor/doctor.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
@@ -25,6 +28,37 @@ std::size_t total(const kubelet::ResourceDevices& devices) {
   std::size_t n = 0;
   for (const auto& [resource, ids] : devices) n += ids.size();
   return n;
+}
+
+// cpu_list writes CPU ids in cpuset list syntax: 0-3,8.
+std::string cpu_list(std::vector<std::int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::string out;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+// assignment_lines describes one container's DRA claims (one line per
+// claimed device), exclusive CPUs and pinned memory.
+std::vector<std::string> assignment_lines(const std::string& who, const kubelet::ContainerAssignment& a) {
+  std::vector<std::string> out;
+  for (const auto& claim : a.dynamic_resources)
+    for (const auto& r : claim.claim_resources)
+      out.push_back(who + ": DRA claim `" + claim.claim_namespace + "/" + claim.claim_name + "`, driver `" +
+                    r.driver_name + "`, device " + r.pool_name + "/" + r.device_name +
+                    (r.share_id ? " (share " + *r.share_id + ")" : "") + ", CDI " +
+                    (r.cdi_devices.empty() ? std::string("none") : join(r.cdi_devices, ",")));
+  if (!a.cpu_ids.empty()) out.push_back(who + ": exclusive CPUs " + cpu_list(a.cpu_ids));
+  for (const auto& m : a.memory)
+    out.push_back(who + ": " + m.memory_type + " " + std::to_string(m.size) + " bytes on NUMA nodes " +
+                  cpu_list(m.numa_nodes));
+  return out;
 }
 
 // Probe is one run of the check: where the kubelet is, how long each call
@@ -47,6 +81,7 @@ class Probe {
     if (!client()) return;
     if (!allocatable(socket)) return;
     get(socket);
+    pods(socket);
   }
 
   void plugins() {
@@ -165,6 +200,44 @@ class Probe {
     } catch (const kubelet::Error& e) {
       check_.add(problem_, e.what());
     }
+  }
+
+  // pods lists, per container (details: --verbose), what the kubelet
+  // assigned besides device-plugin devices, and says when no container has
+  // DRA claims: PodResources cannot tell "no pod uses DRA" from "not
+  // reported" (gate KubeletPodResourcesDynamicResources off, or a kubelet
+  // that predates the field), so that is a note, not a warning.
+  void pods(const fs::path& socket) {
+    std::vector<kubelet::PodResources> pods;
+    try {
+      pods = client_->list_pods(kubelet::Budget(budget_));
+    } catch (const kubelet::Error& e) {
+      check_.add(problem_, e.what());
+      return;
+    }
+    std::size_t with_claims = 0, with_cpus = 0;
+    std::vector<std::string> lines;
+    for (const auto& p : pods) {
+      bool claims = false, cpus = false;
+      for (const auto& [container, a] : p.assignments) {
+        claims |= !a.dynamic_resources.empty();
+        cpus |= !a.cpu_ids.empty();
+        auto more = assignment_lines("pod `" + p.ns + "/" + p.name + "` container `" + container + "`", a);
+        lines.insert(lines.end(), more.begin(), more.end());
+      }
+      with_claims += claims;
+      with_cpus += cpus;
+    }
+    check_.add(Status::ok,
+               socket.string() + ": PodResources List: " + count(pods.size(), "pod") + ", " +
+                   std::to_string(with_claims) + " with DRA claims, " + std::to_string(with_cpus) +
+                   " with exclusive CPUs",
+               lines);
+    if (with_claims == 0)
+      check_.add(Status::info,
+                 "no container has DRA claims (PodResources dynamic_resources): no pod here uses DRA, or the "
+                 "kubelet does not report them (gate KubeletPodResourcesDynamicResources off, or a kubelet before "
+                 "1.34 without the gate on); [device-plugin.dra] hands nothing to siblings then");
   }
 
   fs::path root_;

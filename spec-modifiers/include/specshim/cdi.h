@@ -192,7 +192,10 @@ Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::st
 // unresolvable_error is the error for requested names reg does not define:
 // it names them and everything that may explain why (the spec files that
 // failed to load, conflicting definitions, unreadable spec dirs, the dirs
-// searched); upstream reports only the names.
-Error unresolvable_error(const std::vector<std::string>& missing, const Registry& reg);
+// searched); upstream reports only the names. origins says where a name
+// came from when another modifier handed it over ("DRA claim `ns/c` of
+// container `main`, driver `gpu.example.com`, ...").
+Error unresolvable_error(const std::vector<std::string>& missing, const Registry& reg,
+                         const std::map<std::string, std::string>& origins = {});
 
 }  // namespace specshim::cdi

@@ -53,6 +53,15 @@ struct Resource {
   bool has(Provider p) const;
 };
 
+// Dra is [device-plugin.dra]: container-sync and pod-sync siblings also get
+// the CDI names of their source containers' DRA claims (PodResources
+// dynamic_resources), handed to cdi. No resource has to be configured for it.
+struct Dra {
+  bool enabled = false;
+  std::vector<std::string> drivers;  // empty: every driver
+  bool follows(std::string_view driver) const;
+};
+
 // Config is the [device-plugin] table.
 struct Config {
   bool enabled = false;
@@ -60,6 +69,7 @@ struct Config {
   std::chrono::milliseconds budget{2000};
   bool direct_requires_pod_devices = true;
   std::vector<Resource> resources;  // in file order, which is also merge order
+  Dra dra;
   const Resource* find(std::string_view name) const;
   bool any(Provider p) const;
 };

@@ -34,6 +34,12 @@ struct Context {
   // Files to write into the bundle, by file name (no directories).
   std::map<std::string, BundleFile> bundle_files;
 
+  // Where a CDI name handed over in specshim.io/cdi-devices came from, by
+  // qualified name ("DRA claim `ns/gpus` of container `main`, driver
+  // `gpu.example.com`"): the cdi modifier quotes it when it cannot resolve
+  // the name. Kept out of the spec, so tenant annotations cannot forge it.
+  std::map<std::string, std::string> cdi_origins;
+
   // rootfs returns root.path resolved against the bundle, or empty when the
   // spec has no root.path.
   std::filesystem::path rootfs(const Spec& spec) const;

@@ -43,6 +43,10 @@ class KubeletClient {
   // List when Get is disabled or unimplemented. NotFound for an unknown pod.
   virtual PodResources pod_resources(const std::string& ns, const std::string& name, const Budget& budget) = 0;
 
+  // list_pods returns what the kubelet assigned to every pod (List), for
+  // `specshim doctor`; creates never list the node.
+  virtual std::vector<PodResources> list_pods(const Budget& budget) = 0;
+
   // allocatable returns the node's healthy devices (GetAllocatableResources).
   virtual ResourceDevices allocatable(const Budget& budget) = 0;
 
