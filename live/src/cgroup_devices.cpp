@@ -121,7 +121,7 @@ std::string ids_text(const std::vector<std::uint32_t>& ids) {
 
 // load loads a device program; on failure the verifier's log is in the
 // error (asked for only then, as loading with a log costs a retry).
-fs::Fd load(const std::vector<bpf_insn>& prog, const sfs::path& dir) {
+fs::Fd load(const std::vector<bpf_insn>& prog, const std::string& for_what) {
   // The program calls no helper, so the licence need not be GPL; runc's is "Apache".
   static char license[] = "Apache-2.0";
   auto attempt = [&](char* log, std::uint32_t log_size) {
@@ -141,8 +141,7 @@ fs::Fd load(const std::vector<bpf_insn>& prog, const sfs::path& dir) {
   long fd = attempt(nullptr, 0);
   if (fd >= 0) return fs::Fd(static_cast<int>(fd));
   int err = errno;
-  std::string what =
-      "load the device program for cgroup `" + dir.string() + "` (" + std::to_string(prog.size()) + " instructions)";
+  std::string what = "load a device program" + for_what + " (" + std::to_string(prog.size()) + " instructions)";
   std::vector<char> log(1 << 16);
   fd = attempt(log.data(), static_cast<std::uint32_t>(log.size()));
   if (fd >= 0) return fs::Fd(static_cast<int>(fd));  // a retry that worked: nothing to report
@@ -280,7 +279,7 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
   } else {
     r->flags = BPF_F_ALLOW_MULTI;
   }
-  r->new_prog = load(prog, cgroup_dir);
+  r->new_prog = load(prog, " for " + where);
   std::uint32_t new_id = id_of(r->new_prog.get());
   attach(r->cgroup.get(), r->new_prog.get(), r->old_prog ? r->old_prog.get() : -1, r->flags,
          std::string(r->old_prog ? "replace device program " + std::to_string(before.ids[0]) : "attach") +
@@ -298,6 +297,15 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
                 ids_text(after.ids) + " (another writer at the same time?); put back what was there");
   }
   return [r] { r->undo(); };
+}
+
+std::string device_program_loads() {
+  try {
+    load(compile_program(runc_default_rules()), "");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace specshim::live

@@ -56,6 +56,11 @@ std::vector<std::uint32_t> attached_device_programs(const std::filesystem::path&
 // when there was none).
 Undo replace_device_program(const std::filesystem::path& cgroup_dir, const std::vector<DeviceRule>& rules);
 
+// device_program_loads loads (and closes) compile_program(runc's default
+// rules), for doctor: empty when the kernel accepts it, else why not (with
+// the verifier's log). Attaches nothing.
+std::string device_program_loads();
+
 // SystemdRequest is what tells systemd the unit's devices changed, so a
 // daemon-reload (which makes systemd rewrite the unit's device rules from
 // its own properties) does not take them away: DeviceAllow= as a runtime
