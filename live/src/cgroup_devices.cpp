@@ -43,14 +43,9 @@ bool has_option(const std::string& options, std::string_view want) {
   return false;
 }
 
-struct Mount {
-  std::string root;  // the directory of the hierarchy mounted there
-  std::string point;
-};
-
 // under returns where cgroup path lives below a mount of its hierarchy, or
 // nullopt when the mount shows another part of it.
-std::optional<sfs::path> under(const Mount& m, const std::string& cgroup) {
+std::optional<sfs::path> under(const MountEntry& m, const std::string& cgroup) {
   std::string root = m.root == "/" ? "" : m.root;
   if (cgroup.compare(0, root.size(), root) != 0 || (cgroup.size() > root.size() && cgroup[root.size()] != '/'))
     return std::nullopt;
@@ -197,6 +192,26 @@ struct Replaced {
 
 }  // namespace
 
+bool MountEntry::has_option(std::string_view option) const {
+  return live::has_option(super_options, option);
+}
+
+std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo) {
+  std::vector<MountEntry> out;
+  std::istringstream lines{std::string(mountinfo)};
+  for (std::string line; std::getline(lines, line);) {
+    // id parent dev root point options [optional...] - fstype source super-options
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point, options, word, source;
+    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
+    while (f >> word && word != "-") {
+    }
+    MountEntry m{unescape(root), unescape(point), "", ""};
+    if (f >> m.fstype >> source >> m.super_options) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 CgroupPlaces parse_cgroup_places(std::string_view proc_cgroup, std::string_view mountinfo) {
   std::optional<std::string> devices_path, unified_path, systemd_path;
   std::istringstream lines{std::string(proc_cgroup)};
@@ -211,18 +226,9 @@ CgroupPlaces parse_cgroup_places(std::string_view proc_cgroup, std::string_view 
     if (has_option(controllers, "name=systemd")) systemd_path = path;
   }
   CgroupPlaces places;
-  std::istringstream mounts{std::string(mountinfo)};
-  for (std::string line; std::getline(mounts, line);) {
-    // id parent dev root point options [optional...] - fstype source super-options
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point, options, word, fstype, source, super;
-    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
-    while (f >> word && word != "-") {
-    }
-    if (!(f >> fstype >> source >> super)) continue;
-    Mount m{unescape(root), unescape(point)};
-    if (fstype == "cgroup2" && unified_path && !places.unified) places.unified = under(m, *unified_path);
-    if (fstype == "cgroup" && has_option(super, "devices") && devices_path && !places.v1_devices)
+  for (const auto& m : parse_mountinfo(mountinfo)) {
+    if (m.fstype == "cgroup2" && unified_path && !places.unified) places.unified = under(m, *unified_path);
+    if (m.fstype == "cgroup" && m.has_option("devices") && devices_path && !places.v1_devices)
       places.v1_devices = under(m, *devices_path);
   }
   for (const auto* path : {&unified_path, &devices_path, &systemd_path})

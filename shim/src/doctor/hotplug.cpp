@@ -5,8 +5,6 @@
 // for mknod and for entering a mount namespace, and whether systemd owns
 // container cgroups (then DeviceAllow= is set too). Problems are warnings:
 // hot-plug is optional, a node that does not use it is healthy.
-#include <sstream>
-
 #include "doctor/doctor.h"
 #include "specshim/caps.h"
 #include "specshim/fs.h"
@@ -23,20 +21,11 @@ struct Layout {
 
 Layout layout(const std::string& mountinfo) {
   Layout l;
-  std::istringstream lines(mountinfo);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point, options, word, fstype, source, super;
-    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
-    while (f >> word && word != "-") {
-    }
-    if (!(f >> fstype >> source >> super)) continue;
-    if (fstype == "cgroup2" && l.unified.empty()) l.unified = point;
-    if (fstype != "cgroup") continue;
+  for (const auto& m : live::parse_mountinfo(mountinfo)) {
+    if (m.fstype == "cgroup2" && l.unified.empty()) l.unified = m.point;
+    if (m.fstype != "cgroup") continue;
     l.v1 = true;
-    std::istringstream opts(super);
-    for (std::string o; std::getline(opts, o, ',');)
-      if (o == "devices" && l.devices.empty()) l.devices = point;
+    if (m.has_option("devices") && l.devices.empty()) l.devices = m.point;
   }
   return l;
 }

@@ -18,6 +18,16 @@
 
 namespace specshim::live {
 
+// MountEntry is one line of mountinfo(5), paths unescaped.
+struct MountEntry {
+  std::string root;   // the directory of the filesystem mounted there
+  std::string point;  // where
+  std::string fstype;
+  std::string super_options;  // "rw,devices"
+  bool has_option(std::string_view option) const;
+};
+std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo);
+
 // CgroupPlaces are the cgroups a process is in, from /proc/PID/cgroup and
 // the mount table: the v1 devices controller's directory, the cgroup2
 // directory (unified host, or /sys/fs/cgroup/unified on a hybrid one), and
