@@ -43,14 +43,9 @@ bool has_option(const std::string& options, std::string_view want) {
   return false;
 }
 
-struct Mount {
-  std::string root;  // the directory of the hierarchy mounted there
-  std::string point;
-};
-
 // under returns where cgroup path lives below a mount of its hierarchy, or
 // nullopt when the mount shows another part of it.
-std::optional<sfs::path> under(const Mount& m, const std::string& cgroup) {
+std::optional<sfs::path> under(const MountEntry& m, const std::string& cgroup) {
   std::string root = m.root == "/" ? "" : m.root;
   if (cgroup.compare(0, root.size(), root) != 0 || (cgroup.size() > root.size() && cgroup[root.size()] != '/'))
     return std::nullopt;
@@ -121,7 +116,7 @@ std::string ids_text(const std::vector<std::uint32_t>& ids) {
 
 // load loads a device program; on failure the verifier's log is in the
 // error (asked for only then, as loading with a log costs a retry).
-fs::Fd load(const std::vector<bpf_insn>& prog, const sfs::path& dir) {
+fs::Fd load(const std::vector<bpf_insn>& prog, const std::string& for_what) {
   // The program calls no helper, so the licence need not be GPL; runc's is "Apache".
   static char license[] = "Apache-2.0";
   auto attempt = [&](char* log, std::uint32_t log_size) {
@@ -141,8 +136,7 @@ fs::Fd load(const std::vector<bpf_insn>& prog, const sfs::path& dir) {
   long fd = attempt(nullptr, 0);
   if (fd >= 0) return fs::Fd(static_cast<int>(fd));
   int err = errno;
-  std::string what =
-      "load the device program for cgroup `" + dir.string() + "` (" + std::to_string(prog.size()) + " instructions)";
+  std::string what = "load a device program" + for_what + " (" + std::to_string(prog.size()) + " instructions)";
   std::vector<char> log(1 << 16);
   fd = attempt(log.data(), static_cast<std::uint32_t>(log.size()));
   if (fd >= 0) return fs::Fd(static_cast<int>(fd));  // a retry that worked: nothing to report
@@ -198,6 +192,26 @@ struct Replaced {
 
 }  // namespace
 
+bool MountEntry::has_option(std::string_view option) const {
+  return live::has_option(super_options, option);
+}
+
+std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo) {
+  std::vector<MountEntry> out;
+  std::istringstream lines{std::string(mountinfo)};
+  for (std::string line; std::getline(lines, line);) {
+    // id parent dev root point options [optional...] - fstype source super-options
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point, options, word, source;
+    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
+    while (f >> word && word != "-") {
+    }
+    MountEntry m{unescape(root), unescape(point), "", ""};
+    if (f >> m.fstype >> source >> m.super_options) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 CgroupPlaces parse_cgroup_places(std::string_view proc_cgroup, std::string_view mountinfo) {
   std::optional<std::string> devices_path, unified_path, systemd_path;
   std::istringstream lines{std::string(proc_cgroup)};
@@ -212,18 +226,9 @@ CgroupPlaces parse_cgroup_places(std::string_view proc_cgroup, std::string_view 
     if (has_option(controllers, "name=systemd")) systemd_path = path;
   }
   CgroupPlaces places;
-  std::istringstream mounts{std::string(mountinfo)};
-  for (std::string line; std::getline(mounts, line);) {
-    // id parent dev root point options [optional...] - fstype source super-options
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point, options, word, fstype, source, super;
-    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
-    while (f >> word && word != "-") {
-    }
-    if (!(f >> fstype >> source >> super)) continue;
-    Mount m{unescape(root), unescape(point)};
-    if (fstype == "cgroup2" && unified_path && !places.unified) places.unified = under(m, *unified_path);
-    if (fstype == "cgroup" && has_option(super, "devices") && devices_path && !places.v1_devices)
+  for (const auto& m : parse_mountinfo(mountinfo)) {
+    if (m.fstype == "cgroup2" && unified_path && !places.unified) places.unified = under(m, *unified_path);
+    if (m.fstype == "cgroup" && m.has_option("devices") && devices_path && !places.v1_devices)
       places.v1_devices = under(m, *devices_path);
   }
   for (const auto* path : {&unified_path, &devices_path, &systemd_path})
@@ -280,7 +285,7 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
   } else {
     r->flags = BPF_F_ALLOW_MULTI;
   }
-  r->new_prog = load(prog, cgroup_dir);
+  r->new_prog = load(prog, " for " + where);
   std::uint32_t new_id = id_of(r->new_prog.get());
   attach(r->cgroup.get(), r->new_prog.get(), r->old_prog ? r->old_prog.get() : -1, r->flags,
          std::string(r->old_prog ? "replace device program " + std::to_string(before.ids[0]) : "attach") +
@@ -298,6 +303,15 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
                 ids_text(after.ids) + " (another writer at the same time?); put back what was there");
   }
   return [r] { r->undo(); };
+}
+
+std::string device_program_loads() {
+  try {
+    load(compile_program(runc_default_rules()), "");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace specshim::live

@@ -53,6 +53,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   checks.push_back(doctor::check_kubelet(host, loaded));
   checks.push_back(doctor::check_kernel(host));
   checks.push_back(doctor::check_capabilities(host, loaded));
+  checks.push_back(doctor::check_hotplug(host));
   checks.push_back(doctor::check_containerd(host, self.empty() ? "/proc/self/exe" : self));
 
   if (json)

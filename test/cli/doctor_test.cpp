@@ -58,8 +58,8 @@ TEST_CASE("doctor --json parses, lists every check, and problems match the exit 
   json report = json::parse(r.out);
   std::vector<std::string> names;
   for (const auto& c : report["checks"]) names.push_back(c["name"]);
-  REQUIRE(names ==
-          std::vector<std::string>{"config", "runtime", "cdi", "kubelet", "kernel", "capabilities", "containerd"});
+  REQUIRE(names == std::vector<std::string>{"config", "runtime", "cdi", "kubelet", "kernel", "capabilities", "hotplug",
+                                            "containerd"});
   REQUIRE(report["problems"] == 1);
   REQUIRE(r.exit_code == 1);
 }
@@ -358,4 +358,62 @@ TEST_CASE("doctor: a rule the runtime cannot honour from here is a warning") {
   REQUIRE_THAT(report, HasFinding("capabilities", "warn",
                                   "rule `vfio` adds CAP_IPC_LOCK, which is not in specshim's bounding set"));
   REQUIRE(r.exit_code == 0);  // warnings only
+}
+
+TEST_CASE("doctor: hot-plug on a hybrid host as root: mode, a real device program load, capabilities, no systemd") {
+  FakeHost h;
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("hotplug", "ok",
+                                  "cgroup v1 hybrid: attach writes devices.allow under /sys/fs/cgroup/devices, and "
+                                  "replaces a device program on the container's cgroup under /sys/fs/cgroup/unified"));
+  REQUIRE_THAT(report, HasFinding("hotplug", "ok", "bpf(2): specshim's device program for runc's default rules loads"));
+  REQUIRE_THAT(report, HasFinding("hotplug", "ok", "CAP_MKNOD: effective"));
+  REQUIRE_THAT(report, HasFinding("hotplug", "ok", "CAP_SYS_ADMIN: effective"));
+  REQUIRE_THAT(report, HasFinding("hotplug", "info", "systemd is not PID 1"));
+  REQUIRE(report["problems"] == 0);
+}
+
+TEST_CASE("doctor: hot-plug cgroup modes") {
+  FakeHost h;
+  SECTION("v2") {
+    write_file(h.root / "proc/self/mountinfo",
+               "30 1 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+    REQUIRE_THAT(h.report(), HasFinding("hotplug", "ok",
+                                        "cgroup v2 at /sys/fs/cgroup: attach replaces the container's device program"));
+  }
+  SECTION("v1 only") {
+    write_file(h.root / "proc/self/mountinfo", "28 25 0:25 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,devices\n");
+    REQUIRE_THAT(h.report(),
+                 HasFinding("hotplug", "ok", "cgroup v1: attach writes devices.allow under /sys/fs/cgroup/devices"));
+  }
+  SECTION("nothing that confines devices: a warning, not a problem for hot-plug") {
+    write_file(h.root / "proc/self/mountinfo", "27 25 0:24 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
+    REQUIRE_THAT(h.report(), HasFinding("hotplug", "warn",
+                                        "no cgroup devices controller and no cgroup2: attach cannot grant a device"));
+  }
+}
+
+TEST_CASE("doctor: hot-plug with systemd as PID 1, with and without systemctl") {
+  FakeHost h;
+  std::filesystem::create_directories(h.root / "run/systemd/system");
+  REQUIRE_THAT(h.report(), HasFinding("hotplug", "warn", "systemd is PID 1 but systemctl is not in /usr/bin or /bin"));
+  write_file(h.root / "usr/bin/systemctl", "#!/bin/sh\n", 0755);
+  REQUIRE_THAT(h.report(),
+               HasFinding("hotplug", "ok",
+                          "systemd is PID 1: for a container cgroup in a .scope, attach also sets DeviceAllow= with "
+                          "`/usr/bin/systemctl set-property --runtime`"));
+}
+
+TEST_CASE("doctor: hot-plug without CAP_MKNOD and CAP_SYS_ADMIN warns for each") {
+  FakeHost h;
+  auto r = run_process({"/usr/bin/setpriv", "--bounding-set", "-mknod,-sys_admin", SPECSHIM_BINARY, "doctor", "--json",
+                        "--config", h.config.string(), "--host-root", h.root.string()});
+  INFO(r.out << r.err);
+  json report = json::parse(r.out);
+  REQUIRE_THAT(report, HasFinding("hotplug", "warn",
+                                  "CAP_MKNOD: not effective (not in the bounding set): attach cannot create device "
+                                  "nodes in a container"));
+  REQUIRE_THAT(report, HasFinding("hotplug", "warn",
+                                  "CAP_SYS_ADMIN: not effective (not in the bounding set): attach cannot enter a "
+                                  "container's mount namespace with setns, bind-mount"));
 }

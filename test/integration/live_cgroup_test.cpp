@@ -214,6 +214,25 @@ TEST_CASE("live cgroup: replace_device_program replaces a clang-built program, o
   CHECK(child.open(nodes.zero, O_RDONLY) == 0);
 }
 
+TEST_CASE("live cgroup: a program attached without BPF_F_ALLOW_MULTI is swapped in place and put back") {
+  Nodes nodes;
+  Cgroup cg(unified_root());
+  Prober child;
+  cg.add(child.pid());
+  AttachedBpfObject deny(cg.dir, deny_1_11_object(), /*multi=*/false);
+  REQUIRE(child.open(nodes.kmsg, O_WRONLY) == EPERM);
+  Undo undo = replace_device_program(cg.dir, {allow(1, 3), allow(1, 11, "w")});
+  auto ids = attached_device_programs(cg.dir);
+  REQUIRE(ids.size() == 1);
+  CHECK(ids[0] != deny.id());
+  CHECK(child.open(nodes.kmsg, O_WRONLY) == 0);
+  CHECK(child.open(nodes.zero, O_RDONLY) == EPERM);
+  undo();
+  CHECK(attached_device_programs(cg.dir) == std::vector<std::uint32_t>{deny.id()});
+  CHECK(child.open(nodes.kmsg, O_WRONLY) == EPERM);
+  CHECK(child.open(nodes.zero, O_RDONLY) == 0);
+}
+
 TEST_CASE("live cgroup: with no program attached, replace attaches one and its undo detaches it") {
   Nodes nodes;
   Cgroup cg(unified_root());

@@ -35,7 +35,8 @@ void ensure_bpffs() {
     REQUIRE((::statfs("/sys/fs/bpf", &st) == 0 && st.f_type == BPF_FS_MAGIC));
 }
 
-AttachedBpfObject::AttachedBpfObject(const std::filesystem::path& cgroup_dir, const std::filesystem::path& object)
+AttachedBpfObject::AttachedBpfObject(const std::filesystem::path& cgroup_dir, const std::filesystem::path& object,
+                                     bool multi)
     : cgroup_(cgroup_dir) {
   ensure_bpffs();
   static std::atomic<int> n{0};
@@ -47,7 +48,9 @@ AttachedBpfObject::AttachedBpfObject(const std::filesystem::path& cgroup_dir, co
   INFO("bpftool prog show: " << show.out << show.err);
   REQUIRE(show.exit_code == 0);
   id_ = nlohmann::json::parse(show.out).at("id").get<std::uint32_t>();
-  auto attach = bpftool({"cgroup", "attach", cgroup_.string(), "device", "pinned", pin_.string(), "multi"});
+  std::vector<std::string> args = {"cgroup", "attach", cgroup_.string(), "device", "pinned", pin_.string()};
+  if (multi) args.push_back("multi");
+  auto attach = bpftool(args);
   INFO("bpftool cgroup attach: " << attach.out << attach.err);
   if (attach.exit_code != 0) ::unlink(pin_.c_str());
   REQUIRE(attach.exit_code == 0);

@@ -20,12 +20,13 @@ std::filesystem::path deny_1_11_object();
 void ensure_bpffs();
 
 // AttachedBpfObject runs `bpftool prog load OBJECT PIN type cgroup/dev` and
-// `bpftool cgroup attach CGROUP device pinned PIN multi`. The destructor
+// `bpftool cgroup attach CGROUP device pinned PIN multi` (without `multi`
+// when multi is false: the cgroup's single-program mode). The destructor
 // detaches the program if it is still attached there (after a replacement
 // it is not) and removes the pin. Fails the test (REQUIRE) when bpftool does.
 class AttachedBpfObject {
  public:
-  AttachedBpfObject(const std::filesystem::path& cgroup_dir, const std::filesystem::path& object);
+  AttachedBpfObject(const std::filesystem::path& cgroup_dir, const std::filesystem::path& object, bool multi = true);
   ~AttachedBpfObject();
   AttachedBpfObject(const AttachedBpfObject&) = delete;
   AttachedBpfObject& operator=(const AttachedBpfObject&) = delete;

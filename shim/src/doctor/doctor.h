@@ -70,6 +70,7 @@ Check check_cdi(const Host& host, const Loaded& loaded);
 Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
+Check check_hotplug(const Host& host);
 Check check_containerd(const Host& host, const std::filesystem::path& self_exe);
 
 // render_text and render_json print the report (render_text lists details

@@ -8,43 +8,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 
 #include "doctor/doctor.h"
 #include "specshim/fs.h"
+#include "specshim/live/cgroup_devices.h"
 
 namespace specshim::shim::doctor {
 namespace {
-
-struct Mount {
-  std::string point;
-  std::string fstype;
-  std::string super_options;
-};
-
-// mounts reads mountinfo(5): id parent dev root point options [optional...] - fstype source super-options.
-std::vector<Mount> mounts(const std::string& text) {
-  std::vector<Mount> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point, options, word;
-    if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
-    while (f >> word && word != "-") {
-    }
-    Mount m{point, "", ""};
-    std::string source;
-    if (f >> m.fstype >> source >> m.super_options) out.push_back(m);
-  }
-  return out;
-}
-
-bool has_option(const std::string& options, std::string_view want) {
-  std::istringstream s(options);
-  for (std::string o; std::getline(s, o, ',');)
-    if (o == want) return true;
-  return false;
-}
 
 void check_openat2(Check& c) {
   open_how how{};
@@ -82,20 +52,20 @@ std::string bpf_device_filter() {
 
 void check_cgroups(const Host& host, Check& c) {
   std::filesystem::path mountinfo = host.path("/proc/self/mountinfo");
-  std::vector<Mount> all;
+  std::vector<live::MountEntry> all;
   try {
-    all = mounts(fs::read_regular_file(mountinfo, 4 << 20));
+    all = live::parse_mountinfo(fs::read_regular_file(mountinfo, 4 << 20));
   } catch (const std::exception& e) {
     c.add(Status::warn, "cannot read " + mountinfo.string() + ": " + e.what());
     return;
   }
-  const Mount *unified = nullptr, *devices = nullptr;
+  const live::MountEntry *unified = nullptr, *devices = nullptr;
   bool v1 = false;
   for (const auto& m : all) {
     if (m.fstype == "cgroup2") unified = &m;
     if (m.fstype != "cgroup") continue;
     v1 = true;
-    if (has_option(m.super_options, "devices")) devices = &m;
+    if (m.has_option("devices")) devices = &m;
   }
   if (unified && !v1 && unified->point == "/sys/fs/cgroup") {
     c.add(Status::ok, "cgroup v2 (unified) at " + unified->point);

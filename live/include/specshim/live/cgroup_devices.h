@@ -18,6 +18,16 @@
 
 namespace specshim::live {
 
+// MountEntry is one line of mountinfo(5), paths unescaped.
+struct MountEntry {
+  std::string root;   // the directory of the filesystem mounted there
+  std::string point;  // where
+  std::string fstype;
+  std::string super_options;  // "rw,devices"
+  bool has_option(std::string_view option) const;
+};
+std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo);
+
 // CgroupPlaces are the cgroups a process is in, from /proc/PID/cgroup and
 // the mount table: the v1 devices controller's directory, the cgroup2
 // directory (unified host, or /sys/fs/cgroup/unified on a hybrid one), and
@@ -55,6 +65,11 @@ std::vector<std::uint32_t> attached_device_programs(const std::filesystem::path&
 // attached. The Undo puts the previous program back (or detaches the new one
 // when there was none).
 Undo replace_device_program(const std::filesystem::path& cgroup_dir, const std::vector<DeviceRule>& rules);
+
+// device_program_loads loads (and closes) compile_program(runc's default
+// rules), for doctor: empty when the kernel accepts it, else why not (with
+// the verifier's log). Attaches nothing.
+std::string device_program_loads();
 
 // SystemdRequest is what tells systemd the unit's devices changed, so a
 // daemon-reload (which makes systemd rewrite the unit's device rules from
