@@ -296,14 +296,6 @@ RecordedDevice from_device_arg(const DeviceArg& a) {
   return d;
 }
 
-std::optional<std::uint32_t> process_id(const Spec& spec, std::string_view field) {
-  const Json* v = spec.find({"process", "user", field});
-  if (!v || !v->is_number_unsigned()) return std::nullopt;
-  auto id = v->get<std::uint64_t>();
-  if (id == 0 || id > UINT32_MAX) return std::nullopt;
-  return static_cast<std::uint32_t>(id);
-}
-
 // Wanted is what the arguments ask for, before it is compared with the record.
 struct Wanted {
   std::vector<RecordedDevice> devices;
@@ -311,30 +303,35 @@ struct Wanted {
   std::vector<NotApplied> not_applied;
 };
 
+// from_cdi_node completes a CDI device node from the host as create does
+// (cdi::complete_node), for a node made in a running container: a char or
+// block device whose type is the host node's.
 RecordedDevice from_cdi_node(const cdi::DeviceNode& n, const std::string& name, const Spec& spec) {
   std::string what = "CDI device " + q(name) + ": device node " + q(n.path);
-  std::string host = n.host_path.empty() ? n.path : n.host_path;
-  if (host.empty() || host[0] != '/') throw Error(what + ": host path " + q(host) + " is not absolute");
   check_path(what, n.path);
+  cdi::DeviceNode c;
+  try {
+    c = cdi::complete_node(n, spec);
+  } catch (const Error& e) {
+    throw Error("CDI device " + q(name) + ": " + e.what());
+  }
+  std::string host = c.host_path.empty() ? c.path : c.host_path;
   HostDevice h = lstat_device(host);
   if (h.type != 'c' && h.type != 'b') throw Error(what + ": host node " + q(host) + " is a FIFO");
-  if (!n.type.empty() && n.type != std::string(1, h.type))
-    throw Error(what + ": host node " + q(host) + " has type " + std::string(1, h.type) + ", the spec says " + n.type);
-  struct stat st {};
-  if (::lstat(host.c_str(), &st) != 0) throw_errno("stat host device node " + q(host));
+  if (c.type != std::string(1, h.type))
+    throw Error(what + ": host node " + q(host) + " has type " + std::string(1, h.type) + ", the spec says " + c.type);
   RecordedDevice d;
-  d.path = n.path;
+  d.path = c.path;
   d.host_path = host;
   d.type = h.type;
-  bool given = !n.type.empty() && n.major != 0;
-  d.major = given ? n.major : h.major;
-  d.minor = given ? n.minor : h.minor;
-  auto perms = canonical_permissions(n.permissions.empty() ? "rwm" : n.permissions);
-  if (!perms) throw Error(what + ": permissions " + q(n.permissions) + " must be a subset of rwm");
+  d.major = c.major;
+  d.minor = c.minor;
+  auto perms = canonical_permissions(c.permissions.empty() ? "rwm" : c.permissions);
+  if (!perms) throw Error(what + ": permissions " + q(c.permissions) + " must be a subset of rwm");
   d.permissions = *perms;
-  d.file_mode = (n.file_mode ? *n.file_mode : h.mode) & 0777;
-  d.uid = n.uid ? *n.uid : process_id(spec, "uid").value_or(0);
-  d.gid = n.gid ? *n.gid : process_id(spec, "gid").value_or(0);
+  d.file_mode = *c.file_mode & 0777;
+  d.uid = c.uid.value_or(0);
+  d.gid = c.gid.value_or(0);
   d.cdi = {name};
   return d;
 }

@@ -83,41 +83,6 @@ void merge(ContainerEdits& into, const ContainerEdits& e) {
   append(into.additional_gids, e.additional_gids);
 }
 
-std::optional<std::uint32_t> process_id(const Spec& spec, std::string_view field) {
-  const Json* v = spec.find({"process", "user", field});
-  if (!v || !v->is_number_unsigned()) return std::nullopt;
-  auto id = v->get<std::uint64_t>();
-  if (id == 0 || id > UINT32_MAX) return std::nullopt;
-  return static_cast<std::uint32_t>(id);
-}
-
-// complete_node fills what the spec left to the host, as upstream's
-// fillMissingInfo: the host node (hostPath, else path) is looked at with
-// lstat; an unset fileMode takes the host's; a node with a type and a major
-// (or type p) is otherwise used as written; else type, major and minor come
-// from the host. Unlike upstream, a missing host node is always an error.
-DeviceNode complete_node(DeviceNode d, const Spec& spec) {
-  std::string host = d.host_path.empty() ? d.path : d.host_path;
-  if (host.empty() || host[0] != '/') throw Error("host path " + quote(host) + " is not absolute");
-  HostDevice h = lstat_device(host);
-  if (!d.file_mode) d.file_mode = h.mode;
-  bool fully_given = !d.type.empty() && (d.major != 0 || d.type == "p");
-  if (!fully_given) {
-    std::string host_type(1, h.type);
-    if (d.type.empty()) d.type = host_type;
-    if (d.type != host_type)
-      throw Error("device node " + quote(d.path) + ": host node `" + host + "` has type " + host_type +
-                  ", the spec says " + d.type);
-    if (d.type != "p" && d.major == 0) {
-      d.major = h.major;
-      d.minor = h.minor;
-    }
-  }
-  if (!d.uid) d.uid = process_id(spec, "uid");
-  if (!d.gid) d.gid = process_id(spec, "gid");
-  return d;
-}
-
 Json oci_device(const DeviceNode& d) {
   Json j = Json::object();
   j["path"] = d.path;
@@ -343,7 +308,7 @@ class Cdi : public Modifier {
     for (auto& [what, part] : parts) {
       for (auto& d : part.device_nodes) {
         try {
-          d = complete_node(std::move(d), spec);
+          d = cdi::complete_node(std::move(d), spec);
         } catch (...) {
           std::throw_with_nested(Error("inject " + what));
         }
@@ -381,6 +346,40 @@ class Cdi : public Modifier {
 };
 
 }  // namespace
+
+namespace {
+
+std::optional<std::uint32_t> process_id(const Spec& spec, std::string_view field) {
+  const Json* v = spec.find({"process", "user", field});
+  if (!v || !v->is_number_unsigned()) return std::nullopt;
+  auto id = v->get<std::uint64_t>();
+  if (id == 0 || id > UINT32_MAX) return std::nullopt;
+  return static_cast<std::uint32_t>(id);
+}
+
+}  // namespace
+
+cdi::DeviceNode cdi::complete_node(DeviceNode d, const Spec& spec) {
+  std::string host = d.host_path.empty() ? d.path : d.host_path;
+  if (host.empty() || host[0] != '/') throw Error("host path " + quote(host) + " is not absolute");
+  HostDevice h = lstat_device(host);
+  if (!d.file_mode) d.file_mode = h.mode;
+  bool fully_given = !d.type.empty() && (d.major != 0 || d.type == "p");
+  if (!fully_given) {
+    std::string host_type(1, h.type);
+    if (d.type.empty()) d.type = host_type;
+    if (d.type != host_type)
+      throw Error("device node " + quote(d.path) + ": host node `" + host + "` has type " + host_type +
+                  ", the spec says " + d.type);
+    if (d.type != "p" && d.major == 0) {
+      d.major = h.major;
+      d.minor = h.minor;
+    }
+  }
+  if (!d.uid) d.uid = process_id(spec, "uid");
+  if (!d.gid) d.gid = process_id(spec, "gid");
+  return d;
+}
 
 // unresolvable_error names the devices and everything that may explain why:
 // the spec files that failed to load, conflicting definitions and unreadable

@@ -16,6 +16,9 @@
 
 #include "specshim/error.h"
 
+namespace specshim {
+class Spec;
+}
 namespace specshim::config {
 class Section;
 }
@@ -138,6 +141,15 @@ struct SpecFile {
 // message starts with "line N: " when the problem has a line. The whole file
 // is rejected on the first problem, as upstream does.
 SpecFile parse_spec(std::string_view text, const std::string& path);
+
+// complete_node fills what a device node leaves to the host, as upstream's
+// fillMissingInfo: the host node (hostPath, else path) is looked at with
+// lstat; an unset fileMode takes the host's; a node with a type and a major
+// (or type p) is otherwise used as written; else type, major and minor come
+// from the host; an unset uid/gid takes the spec's process user (when not
+// root). Unlike upstream, a missing host node is always an error. Throws
+// Error naming the node.
+DeviceNode complete_node(DeviceNode node, const Spec& spec);
 
 // minimum_version is the lowest cdiVersion whose fields cover what spec uses
 // ("0.3.0" at least), with the feature that needs it ("" for 0.3.0).
