@@ -18,6 +18,7 @@
 #include <iterator>
 
 #include "specshim/error.h"
+#include "specshim/kubelet_session.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 
@@ -175,12 +176,7 @@ IdSet unite(const IdSet& a, const IdSet& b) {
 Config read_table(config::Section& s) {
   Config c;
   c.enabled = s.boolean("enabled").value_or(false);
-  if (auto root = s.string("kubelet-root")) {
-    if (root->empty() || (*root)[0] != '/' || contains_control(*root))
-      s.fail("kubelet-root", "must be an absolute path");
-    c.kubelet_root = *root;
-  }
-  if (auto ms = s.integer("budget-ms", 1, 600000)) c.budget = std::chrono::milliseconds(*ms);
+  read_kubelet_keys(s, c.kubelet_root, c.budget);
   std::string on_error = s.string("on-error").value_or("fail");
   if (on_error != "fail" && on_error != "skip") s.fail("on-error", "must be \"fail\" or \"skip\"");
   c.on_error = on_error == "fail" ? OnError::fail : OnError::skip;
@@ -195,13 +191,8 @@ std::optional<Config> read_config(config::Section& s) {
 
 struct Cpuset::State {
   Config config;
-  device_plugin::ClientFactory make_client;
-  std::unique_ptr<kubelet::KubeletClient> client;
-  std::optional<kubelet::Budget> budget;
-  device_plugin::PodRef pod_asked;
-  std::optional<kubelet::PodResources> pod_resources;  // of pod_asked
-  std::exception_ptr pod_failure;                      // of pod_asked: not asked again
-  std::vector<std::string> changes;                    // what the last apply set
+  std::optional<KubeletSession> session;
+  std::vector<std::string> changes;  // what the last apply set
 
   // Per apply.
   Identity id;
@@ -209,26 +200,8 @@ struct Cpuset::State {
 
   std::string socket() const { return kubelet::pod_resources_socket(config.kubelet_root).string(); }
 
-  // pod asks PodResources once per create; a failure is remembered too, so a
-  // kubelet that is down costs one call, not one per pass.
-  const kubelet::PodResources& pod() {
-    if (id.pod != pod_asked) {
-      pod_asked = id.pod;
-      pod_resources.reset();
-      pod_failure = nullptr;
-      try {
-        if (!client) {
-          client = make_client();
-          budget.emplace(config.budget);
-        }
-        pod_resources = client->pod_resources(id.pod.ns, id.pod.name, *budget);
-      } catch (const kubelet::Error&) {
-        pod_failure = std::current_exception();
-      }
-    }
-    if (pod_failure) std::rethrow_exception(pod_failure);
-    return *pod_resources;
-  }
+  // pod asks PodResources once per create (KubeletSession).
+  const kubelet::PodResources& pod() { return session->pod_resources(id.pod.ns, id.pod.name); }
 
   // settle applies on-error to a failure to learn the source's CPUs: fail
   // throws, skip leaves a warning in the debug log.
@@ -304,13 +277,13 @@ struct Cpuset::State {
 
 Cpuset::Cpuset(Config config, device_plugin::ClientFactory make_client) : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
-  state_->make_client = std::move(make_client);
+  state_->session.emplace(std::move(make_client), state_->config.budget);
 }
 
 Cpuset::~Cpuset() = default;
 
 bool Cpuset::client_made() const {
-  return state_->client != nullptr;
+  return state_->session->client_made();
 }
 
 std::string Cpuset::last_change() const {

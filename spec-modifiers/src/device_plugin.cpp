@@ -17,6 +17,7 @@
 
 #include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/kubelet_session.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 
@@ -66,13 +67,8 @@ struct Resolution {
 
 struct DevicePlugin::State {
   Config config;
-  ClientFactory make_client;
   NodeLookup lookup;
-  std::unique_ptr<kubelet::KubeletClient> client;
-  std::optional<kubelet::Budget> budget;
-  std::optional<kubelet::PodResources> pod_resources;  // of pod_asked
-  std::exception_ptr pod_failure;                      // of pod_asked: not asked again
-  PodRef pod_asked;
+  std::optional<KubeletSession> session;
   std::map<std::string, std::size_t> memo;                     // memo_key -> index in resolved
   std::deque<Resolution> resolved;                             // in resolution order; references stay valid
   std::vector<std::string> changes;                            // what the last apply merged
@@ -84,13 +80,8 @@ struct DevicePlugin::State {
   Identity id;
   std::string target;  // "container `main` of pod `ns/p`"
 
-  kubelet::KubeletClient& kubelet() {
-    if (!client) {
-      client = make_client();
-      budget.emplace(config.budget);
-    }
-    return *client;
-  }
+  kubelet::KubeletClient& kubelet() { return session->client(); }
+  const kubelet::Budget& budget() { return session->budget(); }
 
   std::string plugin_dir() const { return kubelet::device_plugin_dir(config.kubelet_root).string(); }
   std::string pod_resources_socket() const { return kubelet::pod_resources_socket(config.kubelet_root).string(); }
@@ -118,22 +109,10 @@ struct DevicePlugin::State {
     return out;
   }
 
-  // pod asks PodResources once per create (a failure too, so a kubelet that
-  // is down costs one call, not one per pass).
+  // pod asks PodResources once per create (KubeletSession).
   const kubelet::PodResources& pod() {
     if (id.pod.empty()) throw kubelet::NotFound("no pod is known for this container");
-    if (id.pod != pod_asked) {
-      pod_asked = id.pod;
-      pod_resources.reset();
-      pod_failure = nullptr;
-      try {
-        pod_resources = kubelet().pod_resources(id.pod.ns, id.pod.name, *budget);
-      } catch (const kubelet::Error&) {
-        pod_failure = std::current_exception();
-      }
-    }
-    if (pod_failure) std::rethrow_exception(pod_failure);
-    return *pod_resources;
+    return session->pod_resources(id.pod.ns, id.pod.name);
   }
 
   // ---- providers ----------------------------------------------------------
@@ -449,8 +428,8 @@ struct DevicePlugin::State {
         return remember(key, std::move(res));
       }
       if (!answer) {
-        socket = kubelet().plugin_for_resource(r.name, r.socket, req.ids, *budget).string();
-        answer = kubelet().allocate(socket, r.name, req.ids, *budget);
+        socket = kubelet().plugin_for_resource(r.name, r.socket, req.ids, budget()).string();
+        answer = kubelet().allocate(socket, r.name, req.ids, budget());
         res.source = "Allocate";
       }
       res.answer = prepare_answer(*answer, lookup);
@@ -483,14 +462,14 @@ struct DevicePlugin::State {
 DevicePlugin::DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup)
     : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
-  state_->make_client = std::move(make_client);
+  state_->session.emplace(std::move(make_client), state_->config.budget);
   state_->lookup = std::move(lookup);
 }
 
 DevicePlugin::~DevicePlugin() = default;
 
 bool DevicePlugin::client_made() const {
-  return state_->client != nullptr;
+  return state_->session->client_made();
 }
 
 std::string DevicePlugin::last_change() const {

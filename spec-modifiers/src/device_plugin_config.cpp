@@ -4,6 +4,7 @@
 
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/kubelet_session.h"
 
 namespace specshim::device_plugin {
 namespace {
@@ -108,12 +109,7 @@ bool Config::any(Provider p) const {
 Config read_table(config::Section& s) {
   Config c;
   c.enabled = s.boolean("enabled").value_or(false);
-  if (auto root = s.string("kubelet-root")) {
-    if (root->empty() || (*root)[0] != '/' || contains_control(*root))
-      s.fail("kubelet-root", "must be an absolute path");
-    c.kubelet_root = *root;
-  }
-  if (auto ms = s.integer("budget-ms", 1, 600000)) c.budget = std::chrono::milliseconds(*ms);
+  read_kubelet_keys(s, c.kubelet_root, c.budget);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
   for (auto& t : s.tables("resources")) c.resources.push_back(read_resource(t, c));
   if (auto dra = s.table("dra")) c.dra = read_dra(*dra);

@@ -161,6 +161,7 @@ struct Scripted final : kubelet::KubeletClient {
     if (ns != pod.ns || name != pod.name) throw kubelet::NotFound("pod `" + ns + "/" + name + "` not found");
     return pod;
   }
+  std::vector<kubelet::PodResources> list_pods(const kubelet::Budget&) override { return {pod}; }
   kubelet::ResourceDevices allocatable(const kubelet::Budget&) override { return {}; }
   std::filesystem::path plugin_for_resource(const std::string&, const std::string&, const std::vector<std::string>&,
                                             const kubelet::Budget&) override {

@@ -26,6 +26,7 @@
 
 #include "specshim/config.h"
 #include "specshim/kubelet/client.h"
+#include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
 #include "specshim/spec.h"
 
@@ -154,7 +155,7 @@ bool merge_answer(Spec& spec, const PreparedAnswer& answer, std::string_view res
 bool merge_list_annotation(Spec& spec, std::string_view key, const std::vector<std::string>& items);
 
 // ClientFactory makes the kubelet client the first time a provider needs it.
-using ClientFactory = std::function<std::unique_ptr<kubelet::KubeletClient>()>;
+using ClientFactory = KubeletClientFactory;
 
 // DevicePlugin is the modifier. One object serves one create (every pass of
 // its chain): it memoises what it resolved, so no (resource, IDs) is looked

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kubelet as one create's modifier sees it (device-plugin, cpuset): the
+// client made the first time it is needed, one budget for every call, and
+// each pod's PodResources asked at most once.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "specshim/config.h"
+#include "specshim/kubelet/client.h"
+
+namespace specshim {
+
+// KubeletClientFactory makes the kubelet client the first time a modifier
+// needs it (never on a create that does not ask the kubelet).
+using KubeletClientFactory = std::function<std::unique_ptr<kubelet::KubeletClient>()>;
+
+// KubeletSession serves one create (every pass of its chain). The budget
+// starts when the client is made. pod_resources remembers its answer for the
+// last pod asked, and a failure too: a kubelet that is down costs one call,
+// not one per pass.
+class KubeletSession {
+ public:
+  KubeletSession(KubeletClientFactory make_client, std::chrono::milliseconds budget)
+      : make_client_(std::move(make_client)), budget_ms_(budget) {}
+
+  kubelet::KubeletClient& client();
+  const kubelet::Budget& budget();  // makes the client first
+  // pod_resources throws kubelet::Error (the same one again for the same pod).
+  const kubelet::PodResources& pod_resources(const std::string& ns, const std::string& name);
+  bool client_made() const { return client_ != nullptr; }
+
+ private:
+  KubeletClientFactory make_client_;
+  std::chrono::milliseconds budget_ms_;
+  std::unique_ptr<kubelet::KubeletClient> client_;
+  std::optional<kubelet::Budget> budget_;
+  std::optional<std::pair<std::string, std::string>> pod_asked_;  // ns, name
+  std::optional<kubelet::PodResources> pod_resources_;            // of pod_asked_
+  std::exception_ptr pod_failure_;                                // of pod_asked_
+};
+
+// read_kubelet_keys reads the keys every kubelet-asking table has:
+// kubelet-root (an absolute path) and budget-ms (1-600000), each when set.
+void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget);
+
+}  // namespace specshim

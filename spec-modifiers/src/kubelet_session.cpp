@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/kubelet_session.h"
+
+#include "specshim/error.h"
+
+namespace specshim {
+
+kubelet::KubeletClient& KubeletSession::client() {
+  if (!client_) {
+    client_ = make_client_();
+    budget_.emplace(budget_ms_);
+  }
+  return *client_;
+}
+
+const kubelet::Budget& KubeletSession::budget() {
+  client();
+  return *budget_;
+}
+
+const kubelet::PodResources& KubeletSession::pod_resources(const std::string& ns, const std::string& name) {
+  if (pod_asked_ != std::pair(ns, name)) {
+    pod_asked_.emplace(ns, name);
+    pod_resources_.reset();
+    pod_failure_ = nullptr;
+    try {
+      pod_resources_ = client().pod_resources(ns, name, *budget_);
+    } catch (const kubelet::Error&) {
+      pod_failure_ = std::current_exception();
+    }
+  }
+  if (pod_failure_) std::rethrow_exception(pod_failure_);
+  return *pod_resources_;
+}
+
+void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget) {
+  if (auto root = s.string("kubelet-root")) {
+    if (root->empty() || (*root)[0] != '/' || contains_control(*root))
+      s.fail("kubelet-root", "must be an absolute path");
+    kubelet_root = *root;
+  }
+  if (auto ms = s.integer("budget-ms", 1, 600000)) budget = std::chrono::milliseconds(*ms);
+}
+
+}  // namespace specshim
