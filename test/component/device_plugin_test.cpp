@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "error_of.h"
 #include "fake_kubelet.h"
 #include "raw_socket_server.h"
 #include "specshim/chain.h"
@@ -165,19 +166,6 @@ std::string annotation(const Spec& spec, const char* key) {
   return spec.annotation(key).value_or("");
 }
 
-// failure runs fn, which must throw, and returns the whole message as the
-// shim reports it (the chain's context included).
-template <typename Fn>
-std::string failure(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return describe(e);
-  }
-  FAIL("expected an error, none was thrown");
-  return {};
-}
-
 template <typename Fn>
 std::chrono::milliseconds timed(Fn&& fn) {
   auto start = std::chrono::steady_clock::now();
@@ -313,7 +301,7 @@ TEST_CASE("container-sync: an unknown container fails naming the pod, or is skip
   Spec spec = spec_with(sibling({{kDevicesFrom, "mian"}}));
   Run fail(node.modifier(node.config(resource("example.com/gpu", "[\"container-sync\"]"))));
   CHECK_THAT(
-      failure([&] { fail(spec); }),
+      test::described_error([&] { fail(spec); }),
       Contains("read the devices of container `mian` (annotation specshim.io/devices-from) for container `ctr-1` "
                "of pod `ns/pod` (socket " +
                kubelet::pod_resources_socket(node.root).string() +
@@ -380,7 +368,7 @@ TEST_CASE("direct: devices the pod does not hold are refused unless the restrict
 
   Run restricted(node.modifier(node.config(res)));
   Spec spec = spec_with(a);
-  CHECK_THAT(failure([&] { restricted(spec); }),
+  CHECK_THAT(test::described_error([&] { restricted(spec); }),
              Contains("resolve annotation `example.com/gpu` for container `main` of pod `ns/pod`") &&
                  Contains("names devices GPU-9 that pod `ns/pod` does not hold (direct-requires-pod-devices = true)"));
   CHECK(plugin.calls("Allocate") == 0);
@@ -416,7 +404,7 @@ TEST_CASE("spot → real: the spot plugin's annotation is allocated from the rea
     Run short_run(node.modifier(toml), true, 2);
     Spec again = spec_with(sibling({{kDevicesFrom, "main"}}));
     CHECK_THAT(
-        failure([&] { short_run(again); }),
+        test::described_error([&] { short_run(again); }),
         Contains("spec did not converge after 2 passes; still changing it: device-plugin (merged `example.com/gpu` "
                  "GPU-x from Allocate (direct, named by the answer for `spot.example.com/gpu` GPU-x-spot))"));
   }
@@ -454,7 +442,7 @@ TEST_CASE("a reference cycle fails naming every resource on it") {
       resource("b.example.com/dev", "[\"direct\"]", "socket = \"b.sock\"\nallocate = true\n"))));
   Spec spec = spec_with(sibling({{kDevicesFrom, "main"}}));
   CHECK_THAT(
-      failure([&] { run(spec); }),
+      test::described_error([&] { run(spec); }),
       Contains("device-plugin: resolve `a.example.com/dev` a1 for container `ctr-1` of pod `ns/pod` (socket " +
                node.socket("a.sock").string() +
                "): reference cycle, the chain cannot converge: `a.example.com/dev` a0 → `b.example.com/dev` b1 → "
@@ -471,7 +459,7 @@ TEST_CASE("plugin down: fail names pod, container, resource, socket and cause; s
 
   Run fail(node.modifier(node.config(resource("example.com/gpu", "[\"direct\"]", down))));
   std::string socket = node.socket("gone.sock").string();
-  CHECK_THAT(failure([&] { fail(spec); }),
+  CHECK_THAT(test::described_error([&] { fail(spec); }),
              Contains("device-plugin: resolve `example.com/gpu` GPU-1 for container `ctr-1` of pod `ns/pod` (socket " +
                       socket + "): device plugin for `example.com/gpu`: socket `" + socket +
                       "` does not exist (is the plugin running?)"));
@@ -503,7 +491,7 @@ TEST_CASE("a plugin that accepts and never answers, through the shim's helper: t
   Logs logs;
   auto elapsed = timed([&] {
     if (policy == "fail") {
-      CHECK_THAT(failure([&] { run(spec); }), Contains("device-plugin: " + what) && cause);
+      CHECK_THAT(test::described_error([&] { run(spec); }), Contains("device-plugin: " + what) && cause);
     } else {
       CHECK(run(spec).passes == 1);
       CHECK(spec.json() == before);
@@ -546,7 +534,8 @@ TEST_CASE("a slow plugin costs the create its budget, not the plugin's delay") {
   Spec spec = spec_with(sibling({{kDevicesFrom, "main"}}));
   auto elapsed = timed([&] {
     if (policy == "fail")
-      CHECK_THAT(failure([&] { run(spec); }), Contains("call Allocate on `" + node.socket("a.sock").string()));
+      CHECK_THAT(test::described_error([&] { run(spec); }),
+                 Contains("call Allocate on `" + node.socket("a.sock").string()));
     else
       run(spec);  // both plugins skipped, within one budget
   });
@@ -741,14 +730,14 @@ TEST_CASE("dra: a claim naming a CDI device no spec defines fails naming the cla
           {gpus(), {"lost", "ns", {claim_device("gpu.example.com", "gpu-7", {"gpu.example.com/gpu=claim-9-gpu7"})}}}));
   Spec spec = spec_with(sibling({{kDevicesFrom, "main"}}));
   Json before = spec.json();
-  CHECK_THAT(failure([&] { node.run(spec, node.config("enabled = true\n")); }),
+  CHECK_THAT(test::described_error([&] { node.run(spec, node.config("enabled = true\n")); }),
              Contains("cdi: unresolvable CDI devices gpu.example.com/gpu=claim-9-gpu7 (from DRA claim `ns/lost` of "
                       "container `main`, driver `gpu.example.com`, device `node-1/gpu-7`); searched " +
                       node.cdi_dir.string()));
 
   SECTION("an unknown source container fails naming the pod; so does a malformed CDI name") {
     Spec other = spec_with(sibling({{kDevicesFrom, "mian"}}));
-    CHECK_THAT(failure([&] { node.run(other, node.config("enabled = true\n")); }),
+    CHECK_THAT(test::described_error([&] { node.run(other, node.config("enabled = true\n")); }),
                Contains("device-plugin: read the DRA claims of container `mian` (annotation "
                         "specshim.io/devices-from) for container `ctr-1` of pod `ns/pod` (socket " +
                         kubelet::pod_resources_socket(node.root).string() + "): pod `ns/pod` has no container `mian`"));
@@ -756,7 +745,7 @@ TEST_CASE("dra: a claim naming a CDI device no spec defines fails naming the cla
         "ns", "pod", "main",
         claims({{"bad", "ns", {claim_device("gpu.example.com", "gpu-8", {"gpu.example.com/gpu=a,b"})}}}));
     Spec bad = spec_with(sibling({{kDevicesFrom, "main"}}));
-    CHECK_THAT(failure([&] { node.run(bad, node.config("enabled = true\n")); }),
+    CHECK_THAT(test::described_error([&] { node.run(bad, node.config("enabled = true\n")); }),
                Contains("DRA claim `ns/bad` of container `main`, driver `gpu.example.com`, device `node-1/gpu-8`: "
                         "invalid CDI device name `gpu.example.com/gpu=a,b`"));
   }
