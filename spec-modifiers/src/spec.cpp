@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/spec.h"
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -143,7 +144,7 @@ class SpecWriter {
           if (!first) out_ += ',';
           first = false;
           newline(depth + 1);
-          out_ += Json(it.key()).dump();
+          string(it.key());
           out_ += s_.indent_ < 0 ? ":" : ": ";
           std::size_t mark = path_.size();
           if (track_) (path_ += '/') += escape_pointer_token(it.key());
@@ -172,6 +173,21 @@ class SpecWriter {
         out_ += ']';
         return;
       }
+      case Json::value_t::string:
+        string(j.get_ref<const std::string&>());
+        return;
+      case Json::value_t::boolean:
+        out_ += j.get<bool>() ? "true" : "false";
+        return;
+      case Json::value_t::null:
+        out_ += "null";
+        return;
+      case Json::value_t::number_integer:
+        number(j.get<std::int64_t>());
+        return;
+      case Json::value_t::number_unsigned:
+        number(j.get<std::uint64_t>());
+        return;
       case Json::value_t::number_float:
         if (track_) {
           auto raw = s_.raw_numbers_.find(path_);
@@ -190,6 +206,48 @@ class SpecWriter {
         }
         return;
     }
+  }
+
+  // string writes s as nlohmann's dump() does (ensure_ascii off): '"', '\\'
+  // and control characters escaped, \u00xx in lower case. A string with a
+  // byte past ASCII goes through dump(), which also refuses invalid UTF-8.
+  // Building a serializer per value cost ~100 instructions per output byte.
+  void string(const std::string& s) {
+    for (char c : s)
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        out_ += Json(s).dump();
+        return;
+      }
+    out_ += '"';
+    std::size_t plain = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out_.append(s, plain, i - plain);
+      plain = i + 1;
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\t': out_ += "\\t"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\r': out_ += "\\r"; break;
+        default: {
+          static constexpr char hex[] = "0123456789abcdef";
+          out_ += "\\u00";
+          out_ += hex[c >> 4];
+          out_ += hex[c & 0xF];
+        }
+      }
+    }
+    out_.append(s, plain, std::string::npos);
+    out_ += '"';
+  }
+  template <typename Int>
+  void number(Int v) {
+    char buf[24];
+    out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   }
 
   const Spec& s_;

@@ -48,6 +48,22 @@ TEST_CASE("spec rejects non-objects, invalid UTF-8 and trailing garbage") {
   REQUIRE_THROWS_AS(Spec::parse(""), Error);
 }
 
+TEST_CASE("spec writes strings, keys and scalars exactly as nlohmann's dump()") {
+  // The writer escapes ASCII itself; this pins it to the serializer it replaced.
+  Spec s = Spec::parse("{}");
+  for (int c = 0; c < 0x80; ++c) {
+    std::string v = std::string("a") + static_cast<char>(c) + "z";
+    s.json()[v] = v;
+  }
+  s.json()["utf8 é ✓ 𝄞"] = "é ✓ 𝄞";
+  s.json()["numbers"] = Json::array({0, -1, std::int64_t{INT64_MIN}, std::uint64_t{UINT64_MAX}, 2.5});
+  s.json()["scalars"] = Json::array({true, false, nullptr, Json::object(), Json::array()});
+  REQUIRE(s.serialize() == s.json().dump());
+
+  s.json()["bad"] = std::string("\xff");
+  REQUIRE_THROWS_WITH(s.serialize(), Catch::Contains("serialize"));
+}
+
 TEST_CASE("spec repeated keys: last value wins, first position kept (as Go)") {
   Spec s = Spec::parse(R"({"a":1,"b":2,"a":3})");
   REQUIRE(s.serialize() == R"({"a":3,"b":2})");
