@@ -17,14 +17,16 @@ Chain::Chain(std::vector<std::unique_ptr<Modifier>> modifiers, int max_passes)
 ChainResult Chain::run(Spec& spec, Context& ctx) const {
   ChainResult result;
   std::vector<std::string> last_changed;
+  // One copy of the spec, and one more after each change: most modifiers
+  // change nothing, and comparing costs no allocation. After each modifier
+  // `before` equals the spec, so a pass starts with the copy the last one
+  // ended with. The copy made before the first change is kept as
+  // result.original.
+  Json before = spec.json();
   for (int pass = 1; pass <= max_passes_; ++pass) {
     ctx.pass = pass;
     result.passes = pass;
     last_changed.clear();
-    // One copy of the spec per pass, and one more after each change: most
-    // modifiers change nothing, and comparing costs no allocation. The copy
-    // made before the first change is kept as result.original.
-    Json before = spec.json();
     for (const auto& m : modifiers_) {
       auto files_before = ctx.bundle_files.size();
       try {
