@@ -114,6 +114,29 @@ Json oci_mount(const cdi::Mount& m) {
   return j;
 }
 
+// is_oci_mount reports whether j is exactly oci_mount(m), without building
+// it: the chain's later passes find every mount already there, and building
+// 40 mounts to compare them was most of a pass.
+bool is_oci_mount(const Json& j, const cdi::Mount& m) {
+  if (!j.is_object() || j.size() != std::size_t{2} + (m.type.empty() ? 0 : 1) + (m.options.empty() ? 0 : 1)) return false;
+  auto it = j.begin();
+  auto next_is = [&](std::string_view key, const std::string& value) {
+    bool same = it.key() == key && it->is_string() && it->get_ref<const std::string&>() == value;
+    ++it;
+    return same;
+  };
+  if (!next_is("destination", m.container_path) || (!m.type.empty() && !next_is("type", m.type)) ||
+      !next_is("source", m.host_path))
+    return false;
+  if (m.options.empty()) return true;
+  if (it.key() != "options" || !it->is_array() || it->size() != m.options.size()) return false;
+  for (std::size_t i = 0; i < m.options.size(); ++i) {
+    const Json& o = (*it)[i];
+    if (!o.is_string() || o.get_ref<const std::string&>() != m.options[i]) return false;
+  }
+  return true;
+}
+
 Json oci_hook(const cdi::Hook& h) {
   Json j = Json::object();
   j["path"] = h.path;
@@ -134,29 +157,32 @@ Json oci_intel_rdt(const cdi::IntelRdt& r) {
 }
 
 // mount_depth counts the '/' in Go's filepath.Clean(destination), the key
-// upstream sorts mounts by.
+// upstream sorts mounts by. Clean leaves `ups` leading ".." (relative paths
+// only) and then `depth` names; no part is copied.
 std::size_t mount_depth(const Json& mount) {
-  const Json* dest = mount.is_object() && mount.contains("destination") ? &mount["destination"] : nullptr;
-  std::string path = dest && dest->is_string() ? dest->get<std::string>() : "";
+  auto dest = mount.is_object() ? mount.find("destination") : mount.end();
+  std::string_view path;
+  if (dest != mount.end() && dest->is_string()) path = dest->get_ref<const std::string&>();
   bool rooted = !path.empty() && path[0] == '/';
-  std::vector<std::string> parts;
+  std::size_t ups = 0, depth = 0;
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t slash = path.find('/', start);
-    std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    std::string_view part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part == "..") {
-      if (!parts.empty() && parts.back() != "..")
-        parts.pop_back();
+      if (depth > 0)
+        --depth;
       else if (!rooted)
-        parts.push_back(part);
+        ++ups;
     } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
+      ++depth;
     }
-    if (slash == std::string::npos) break;
+    if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
-  if (rooted) return std::max<std::size_t>(parts.size(), 1);
-  return parts.empty() ? 0 : parts.size() - 1;
+  std::size_t parts = ups + depth;
+  if (rooted) return std::max<std::size_t>(parts, 1);
+  return parts == 0 ? 0 : parts - 1;
 }
 
 // put_unique appends value to list unless an equal element is there.
@@ -219,25 +245,29 @@ class Injector {
   void mounts(const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return;
     Json& list = spec_.array_at({"mounts"});
+    // Each mount is looked for at its destination first: when all are there
+    // as they would be written (a later pass), the list is not touched.
+    std::unordered_map<std::string_view, std::size_t> by_dest;
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (const Json* dest = destination(list[i])) by_dest.emplace(dest->get_ref<const std::string&>(), i);
+    auto present = [&](const cdi::Mount& m) {
+      auto at = by_dest.find(m.container_path);
+      return at != by_dest.end() && is_oci_mount(list[at->second], m);
+    };
+    if (std::all_of(mounts.begin(), mounts.end(), present)) return;
+
     std::vector<Json> slots(std::make_move_iterator(list.begin()), std::make_move_iterator(list.end()));
     std::vector<bool> removed(slots.size(), false);
-    std::unordered_map<std::string, std::size_t> by_dest;
+    std::unordered_map<std::string, std::size_t> slot_of;  // destination -> its latest slot
     for (std::size_t i = 0; i < slots.size(); ++i)
-      if (const Json* dest = destination(slots[i])) by_dest.emplace(dest->get<std::string>(), i);
-    bool changed = false;
+      if (const Json* dest = destination(slots[i])) slot_of.emplace(dest->get<std::string>(), i);
     for (const auto& m : mounts) {
-      Json entry = oci_mount(m);
-      auto same_dest = by_dest.find(m.container_path);
-      if (same_dest != by_dest.end() && slots[same_dest->second] == entry) continue;
-      if (same_dest != by_dest.end()) removed[same_dest->second] = true;
-      by_dest[m.container_path] = slots.size();
-      slots.push_back(std::move(entry));
+      auto same_dest = slot_of.find(m.container_path);
+      if (same_dest != slot_of.end() && is_oci_mount(slots[same_dest->second], m)) continue;
+      if (same_dest != slot_of.end()) removed[same_dest->second] = true;
+      slot_of[m.container_path] = slots.size();
+      slots.push_back(oci_mount(m));
       removed.push_back(false);
-      changed = true;
-    }
-    if (!changed) {  // nothing was removed either: the list goes back as it was
-      list = Json(std::move(slots));
-      return;
     }
     // Each mount's depth is computed once; mounts are moved, never copied.
     std::vector<std::pair<std::size_t, Json>> keyed;
