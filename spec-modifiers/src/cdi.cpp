@@ -13,6 +13,7 @@
 
 #include "cdi_internal.h"
 #include "host_device.h"
+#include "specshim/cdi_cache.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
@@ -307,7 +308,9 @@ class Injector {
 
 class Cdi : public Modifier {
  public:
-  explicit Cdi(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  Cdi(std::vector<std::string> dirs, const std::string& cache_dir) : dirs_(std::move(dirs)) {
+    if (!cache_dir.empty()) cache_.emplace(cache_dir);
+  }
 
   std::string_view name() const override { return "cdi"; }
 
@@ -362,7 +365,7 @@ class Cdi : public Modifier {
     std::sort(requested.begin(), requested.end());
     if (!registry_ || !std::includes(wanted_.begin(), wanted_.end(), requested.begin(), requested.end())) {
       wanted_.insert(requested.begin(), requested.end());
-      registry_ = cdi::load_specs(dirs_, &wanted_);
+      registry_ = cdi::load_specs(dirs_, &wanted_, cache_ ? &*cache_ : nullptr);
       log::debug("cdi: scanned {} for {}: {} file(s), {} device(s)", join(dirs_, ", "),
                  join(std::vector<std::string>(wanted_.begin(), wanted_.end()), ", "), registry_->files.size(),
                  registry_->devices.size());
@@ -373,6 +376,7 @@ class Cdi : public Modifier {
   std::vector<std::string> dirs_;
   std::set<std::string> wanted_;
   std::optional<cdi::Registry> registry_;
+  std::optional<cdi::ParseCache> cache_;
 };
 
 }  // namespace
@@ -445,9 +449,16 @@ std::optional<std::vector<std::string>> cdi::read_spec_dirs(config::Section& s) 
   return dirs;
 }
 
+std::string cdi::read_cache_dir(config::Section& s) {
+  std::string dir = s.string("cache-dir").value_or(kDefaultCacheDir);
+  if (!dir.empty() && (dir[0] != '/' || contains_control(dir)))
+    s.fail("cache-dir", "`" + dir + "` is not an absolute path (\"\" turns the parse cache off)");
+  return dir;
+}
+
 std::unique_ptr<Modifier> make_cdi(config::Section& s) {
   auto dirs = cdi::read_spec_dirs(s);
-  return dirs ? std::make_unique<Cdi>(std::move(*dirs)) : nullptr;
+  return dirs ? std::make_unique<Cdi>(std::move(*dirs), cdi::read_cache_dir(s)) : nullptr;
 }
 
 }  // namespace specshim

@@ -14,6 +14,7 @@
 #include "cdi_document.h"
 #include "cdi_internal.h"
 #include "specshim/cdi.h"
+#include "specshim/cdi_cache.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
@@ -642,7 +643,8 @@ bool may_define(std::string_view text, const std::set<std::string>& wanted) {
   return false;
 }
 
-SpecFileResult load_file(const std::string& path, int priority, const std::set<std::string>* wanted) {
+SpecFileResult load_file(const std::string& path, int priority, const std::set<std::string>* wanted,
+                         const ParseCache* cache) {
   SpecFileResult r;
   r.path = path;
   r.priority = priority;
@@ -657,7 +659,8 @@ SpecFileResult load_file(const std::string& path, int priority, const std::set<s
       r.status = SpecFileResult::Status::skipped;
       return r;
     }
-    SpecFile spec = parse_spec(text, path);
+    SpecFile spec = cache ? cache->parse(text, path) : parse_spec(text, path);
+    if (cache) log::debug("cdi: spec file {}: {}", path, cache->last());
     spec.priority = priority;
     r.spec = std::make_shared<const SpecFile>(std::move(spec));
     r.status = SpecFileResult::Status::loaded;
@@ -670,7 +673,8 @@ SpecFileResult load_file(const std::string& path, int priority, const std::set<s
 
 }  // namespace
 
-Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted) {
+Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted,
+                    const ParseCache* cache) {
   Registry reg;
   reg.dirs = dirs;
   // Per name: the files that define it at the highest priority seen so far.
@@ -681,7 +685,7 @@ Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::st
     if (!error.empty()) reg.dir_errors.push_back(error);
     for (const auto& name : names) {
       std::string path = dirs[p] + (dirs[p].empty() || dirs[p].back() == '/' ? "" : "/") + name;
-      SpecFileResult r = load_file(path, static_cast<int>(p), wanted);
+      SpecFileResult r = load_file(path, static_cast<int>(p), wanted, cache);
       if (r.status == SpecFileResult::Status::failed) log::debug("cdi: spec file {} not loaded: {}", path, r.error);
       if (r.spec) {
         for (const Device& d : r.spec->devices) {

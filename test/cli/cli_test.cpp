@@ -392,6 +392,41 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
+TEST_CASE("cdi: the second create reads the spec from the parse cache and writes the same config.json") {
+  Cli c;
+  write_file(c.tmp / "cdi/vendor.yaml",
+             "cdiVersion: 0.5.0\nkind: vendor.com/x\ndevices:\n- name: a\n  containerEdits:\n    env: [A=1]\n"
+             "    mounts: [{hostPath: /opt/x.so, containerPath: /usr/lib/x.so, options: [ro, bind]}]\n");
+  std::string spec = R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})";
+  auto create = [&](const std::string& cache_dir) {
+    c.write_config("[log]\nfile = \"" + (c.tmp / "debug.log").string() + "\"\nlevel = \"debug\"\n[cdi]\ncache-dir = \"" +
+                   cache_dir + "\"\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
+    write_file(c.bundle / "config.json", spec);
+    fs::remove(c.tmp / "debug.log");
+    auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));
+    INFO(c.last_error());
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(c.runtime_ran());
+    return std::pair{read_file(c.bundle / "config.json"), read_file(c.tmp / "debug.log")};
+  };
+  std::string cache = (c.tmp / "cache").string();
+  auto [uncached, log0] = create("");
+  CHECK_THAT(log0, !Catch::Contains("vendor.yaml: stored") && !Catch::Contains("vendor.yaml: hit"));
+  CHECK_FALSE(fs::exists(cache));
+  auto [first, log1] = create(cache);
+  CHECK_THAT(log1, Catch::Contains("vendor.yaml: stored"));
+  auto [second, log2] = create(cache);
+  CHECK_THAT(log2, Catch::Contains("vendor.yaml: hit"));
+  CHECK(first == uncached);
+  CHECK(second == uncached);
+  CHECK_THAT(second, Catch::Contains("/usr/lib/x.so"));
+  // The spec file changes: its new bytes are parsed, whatever its timestamps say.
+  write_file(c.tmp / "cdi/vendor.yaml", replace_all(read_file(c.tmp / "cdi/vendor.yaml"), "A=1", "A=2"));
+  auto [changed, log3] = create(cache);
+  CHECK_THAT(log3, Catch::Contains("vendor.yaml: stored"));
+  CHECK_THAT(changed, Catch::Contains("A=2"));
+}
+
 TEST_CASE("a create that writes removes the temp files of dead creates; nothing to change and dry-run remove none") {
   Cli c;
   const std::string dead = ".config.json.specshim-99999999-1.tmp";  // above any pid_max: no such process

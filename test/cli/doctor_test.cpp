@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim doctor, the real binary, against fake host trees (--host-root).
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -234,6 +235,36 @@ TEST_CASE("doctor: CDI disabled says so, and configured spec dirs are the ones r
   REQUIRE_THAT(configured, HasFinding("cdi", "info", "srv/absent: absent"));
   REQUIRE_THAT(configured, HasFinding("cdi", "info", "1 of 1 spec file loaded, 1 device usable"));
   REQUIRE_THAT(configured, !HasFinding("cdi", "fail", "broken.json"));
+}
+
+TEST_CASE("doctor: the CDI parse cache is reported, and a directory open to others is a warning") {
+  FakeHost h;
+  write_file(h.root / "opt/cdi/x.yaml", "cdiVersion: \"0.6.0\"\nkind: example.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
+  SECTION("absent until the first create") {
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/specshim/cdi-cache\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("cdi", "info", "parse cache /run/specshim/cdi-cache: absent"));
+  }
+  SECTION("in use") {
+    fs::create_directories(h.root / "run/cache");
+    ::chmod((h.root / "run/cache").c_str(), 0700);
+    write_file(h.root / "run/cache/0123456789abcdef.cdi", "x", 0600);
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/cache\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("cdi", "ok", "parse cache /run/cache: 1 entry"));
+  }
+  SECTION("open to others: not used") {
+    fs::create_directories(h.root / "run/cache");
+    ::chmod((h.root / "run/cache").c_str(), 0755);
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/cache\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("cdi", "warn", "parse cache /run/cache: not used"));
+  }
+  SECTION("off") {
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("cdi", "info", "parse cache off"));
+  }
+  SECTION("a relative path is a config error") {
+    h.write_config("[cdi]\ncache-dir = \"run/cache\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("config", "fail", "`cdi.cache-dir`: `run/cache` is not an absolute path"));
+  }
 }
 
 TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryName") {

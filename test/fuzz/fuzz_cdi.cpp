@@ -60,7 +60,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       R"({"ociVersion":"1.0.2","process":{"args":["sh"],"cwd":"/","env":["A=1"]},"root":{"path":"rootfs"},)"
       R"("annotations":{"cdi.k8s.io/fuzz":)" +
           json_string(names) + "}}");
-  std::string config = "[chain]\norder = [\"cdi\"]\n[cdi]\nspec-dirs = [" + json_string((dir / "cdi").string()) + "]\n";
+  // The parse cache is fuzzed on its own (fuzz_cdi_cache.cpp).
+  std::string config = "[chain]\norder = [\"cdi\"]\n[cdi]\ncache-dir = \"\"\nspec-dirs = [" +
+                       json_string((dir / "cdi").string()) + "]\n";
   try {
     auto first = fuzz::dry_run(dir / "bundle", config);
     // Idempotence: the same chain on its own output changes nothing.

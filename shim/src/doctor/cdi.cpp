@@ -5,6 +5,9 @@
 // the devices a create can use.
 #include "specshim/cdi.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "doctor/doctor.h"
@@ -46,6 +49,31 @@ void check_files(const cdi::Registry& reg, Check& c) {
   }
 }
 
+// check_cache says where parsed spec files are kept, and warns when that
+// directory is there but a create would not use it (not a root-only
+// directory of the user doctor runs as).
+void check_cache(const Host& host, const std::string& dir, Check& c) {
+  if (dir.empty()) {
+    c.add(Status::info, "parse cache off (cache-dir = \"\"): every create parses the spec files it needs");
+    return;
+  }
+  std::string at = host.path(dir).string();
+  struct stat st {};
+  if (::lstat(at.c_str(), &st) != 0) {
+    c.add(Status::info, "parse cache " + dir + ": absent (the first create with a CDI request makes it, 0700)");
+    return;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    c.add(Status::warn, "parse cache " + dir + ": not used (not a directory of uid " + std::to_string(::geteuid()) +
+                            " closed to group and others): every create parses its spec files");
+    return;
+  }
+  std::size_t entries = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(at, ec)) entries += e.path().extension() == ".cdi";
+  c.add(Status::ok, "parse cache " + dir + ": " + std::to_string(entries) + (entries == 1 ? " entry" : " entries"));
+}
+
 }  // namespace
 
 Check check_cdi(const Host& host, const Loaded& loaded) {
@@ -65,6 +93,7 @@ Check check_cdi(const Host& host, const Loaded& loaded) {
   cdi::Registry reg = cdi::load_specs(dirs);
   check_dirs(reg, c);
   check_files(reg, c);
+  check_cache(host, loaded.cdi_cache_dir, c);
   // Two files of the same dir (the highest that defines the name) make the
   // name unusable: a create asking for it is refused.
   for (const auto& [name, files] : reg.conflicts)

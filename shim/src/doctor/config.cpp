@@ -25,6 +25,7 @@ void read_probed_tables(const config::Document& doc, Loaded& loaded) {
   auto root = doc.root();
   auto cdi = root.section("cdi");
   loaded.cdi_dirs = cdi::read_spec_dirs(cdi);
+  loaded.cdi_cache_dir = loaded.cdi_dirs ? cdi::read_cache_dir(cdi) : "";
   auto device_plugin = root.section("device-plugin");
   loaded.device_plugin = device_plugin::read_table(device_plugin);
 }

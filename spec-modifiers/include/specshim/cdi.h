@@ -71,6 +71,8 @@ struct DeviceNode {
   std::optional<std::uint32_t> uid;
   std::optional<std::uint32_t> gid;
   int line = 0;
+
+  bool operator==(const DeviceNode&) const = default;
 };
 
 struct Mount {
@@ -79,6 +81,8 @@ struct Mount {
   std::vector<std::string> options;
   std::string type;
   int line = 0;
+
+  bool operator==(const Mount&) const = default;
 };
 
 struct Hook {
@@ -88,6 +92,8 @@ struct Hook {
   std::vector<std::string> env;
   std::optional<std::int64_t> timeout;
   int line = 0;
+
+  bool operator==(const Hook&) const = default;
 };
 
 struct IntelRdt {
@@ -97,12 +103,16 @@ struct IntelRdt {
   std::optional<std::vector<std::string>> schemata;  // present (even empty) needs 1.1.0
   bool enable_monitoring = false;
   int line = 0;
+
+  bool operator==(const IntelRdt&) const = default;
 };
 
 struct NetDevice {
   std::string host_interface_name;
   std::string name;
   int line = 0;
+
+  bool operator==(const NetDevice&) const = default;
 };
 
 struct ContainerEdits {
@@ -115,6 +125,7 @@ struct ContainerEdits {
   std::vector<std::uint32_t> additional_gids;
 
   bool empty() const;
+  bool operator==(const ContainerEdits&) const = default;
 };
 
 struct Device {
@@ -122,6 +133,8 @@ struct Device {
   std::map<std::string, std::string> annotations;
   ContainerEdits edits;
   int line = 0;
+
+  bool operator==(const Device&) const = default;
 };
 
 struct SpecFile {
@@ -134,6 +147,8 @@ struct SpecFile {
   std::vector<Device> devices;
   int version_line = 1;
   int kind_line = 1;
+
+  bool operator==(const SpecFile&) const = default;
 };
 
 // parse_spec decodes and validates one spec file. text may be JSON or YAML
@@ -161,6 +176,9 @@ std::pair<std::string, std::string> minimum_version(const SpecFile& spec);
 // (default /etc/cdi, then /var/run/cdi), or nullopt when `enabled = false`.
 // Throws config errors.
 std::optional<std::vector<std::string>> read_spec_dirs(config::Section& s);
+// read_cache_dir reads `cache-dir` of the [cdi] table: the parse cache's
+// directory (default kDefaultCacheDir), or "" when it is set to "" (off).
+std::string read_cache_dir(config::Section& s);
 
 inline constexpr std::size_t kMaxSpecFileBytes = 4 << 20;
 
@@ -199,7 +217,10 @@ struct Registry {
 // whose bytes cannot define any of them is recorded as skipped, unparsed: it
 // has no backslash escape and lacks the kind or the name as a whole value.
 // Skipping such files changes no result for the wanted devices.
-Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr);
+// With cache given, a file is parsed through it (specshim/cdi_cache.h).
+class ParseCache;
+Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr,
+                    const ParseCache* cache = nullptr);
 
 // unresolvable_error is the error for requested names reg does not define:
 // it names them and everything that may explain why (the spec files that

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parse cache of CDI spec files: what parse_spec made of a spec file's
+// bytes, kept in a root-only directory so the next create reads it back
+// instead of parsing and decoding the file again (NVIDIA's generated YAML
+// spec costs ~3 M instructions to parse, decode and validate; reading it back
+// ~0.1 M). See docs/cdi.md, "The parse cache".
+//
+// An entry is found by a hash of the file's bytes and used only when it holds
+// exactly those bytes and was written by this very build of specshim (its
+// ELF build ID): a spec file that changed in any way, however fast and
+// whatever its timestamps say, is parsed again. Anything doubtful (no such
+// entry, an entry that is short, foreign, not ours, or not a regular file, a
+// directory that is not root-only) means: parse the file. The cache never
+// makes a create fail; only files that parsed without error are stored.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "specshim/cdi.h"
+#include "specshim/fs.h"
+
+namespace specshim::cdi {
+
+inline constexpr const char* kDefaultCacheDir = "/run/specshim/cdi-cache";
+// The oldest entries go when a write finds more than this many.
+inline constexpr std::size_t kMaxCacheEntries = 64;
+
+class ParseCache {
+ public:
+  // dir is opened, and created 0700 with its parent when missing, on the
+  // first parse: a create without CDI requests never touches it.
+  explicit ParseCache(std::filesystem::path dir);
+
+  // parse returns what parse_spec(text, path) returns, from the cache when it
+  // holds an entry for exactly text; otherwise it parses and, when that
+  // succeeds, stores the result. Throws what parse_spec throws.
+  SpecFile parse(std::string_view text, const std::string& path) const;
+
+  const std::filesystem::path& dir() const { return dir_; }
+  // What the last parse did: "hit", "stored", "parsed (cache: <why not>)".
+  const std::string& last() const { return last_; }
+
+ private:
+  bool open_dir() const;
+
+  std::filesystem::path dir_;
+  mutable fs::Fd fd_;
+  mutable bool tried_ = false;
+  mutable std::string why_off_;
+  mutable std::string last_;
+};
+
+// build_id is this binary's ELF build ID in hex ("" when it has none: then
+// nothing is cached). An entry from another build is never used.
+const std::string& build_id();
+
+// entry_name is the file name of text's entry for a build: 16 hex digits and
+// ".cdi".
+std::string entry_name(std::string_view text, std::string_view build);
+
+// encode_entry serialises spec (parsed from text; its path and priority are
+// not kept) with text and build. decode_entry returns the spec back when
+// entry is such a serialisation of exactly this text and build, and nullopt
+// for anything else, whatever its bytes (fuzzed: test/fuzz/fuzz_cdi_cache.cpp).
+std::string encode_entry(std::string_view text, std::string_view build, const SpecFile& spec);
+// entry_header is how every entry for text and build starts: the spec follows.
+std::string entry_header(std::string_view text, std::string_view build);
+std::optional<SpecFile> decode_entry(std::string_view entry, std::string_view text, std::string_view build);
+
+}  // namespace specshim::cdi

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CDI parse cache: its encoding round-trips every spec the golden cases
+// use, refuses anything that is not an entry for exactly these bytes and this
+// build, and ParseCache uses only a root-only directory of its own.
+#include "specshim/cdi_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "specshim/error.h"
+#include "tempdir.h"
+
+using namespace specshim;
+using namespace specshim::cdi;
+using specshim::test::read_file;
+using specshim::test::TempDir;
+using specshim::test::write_file;
+namespace stdfs = std::filesystem;
+
+namespace {
+
+const std::string kText = R"(cdiVersion: 1.1.0
+kind: vendor.com/gpu
+annotations: {k: v}
+containerEdits:
+  env: [A=1]
+  additionalGids: [5, 0]
+  intelRdt: {closID: c, schemata: [], enableMonitoring: true}
+  deviceNodes:
+  - {path: /dev/ctl, hostPath: /dev/null, type: c, major: 1, minor: 3, fileMode: 438, permissions: rw, uid: 7, gid: 8}
+devices:
+- name: "0"
+  annotations: {a: b}
+  containerEdits:
+    mounts:
+    - {hostPath: /h, containerPath: /c, options: [ro, bind], type: bind}
+    hooks:
+    - {hookName: createContainer, path: /bin/hook, args: [hook, x], env: [E=1], timeout: 5}
+    netDevices:
+    - {hostInterfaceName: eth1, name: net1}
+)";
+
+// The specs of the golden cases that parse: every field the decoder knows.
+std::vector<std::string> golden_spec_texts() {
+  std::vector<std::string> texts;
+  for (const auto& e : stdfs::recursive_directory_iterator(SPECSHIM_TEST_DATA_DIR "/golden/cdi")) {
+    auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".yaml" && ext != ".json")) continue;
+    std::string text = read_file(e.path());
+    try {
+      parse_spec(text, e.path());
+      texts.push_back(text);
+    } catch (const Error&) {
+    }
+  }
+  return texts;
+}
+
+std::size_t entries(const stdfs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : stdfs::directory_iterator(dir)) n += e.path().extension() == ".cdi";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cdi cache: an entry decodes to what parse_spec returned, for every golden spec") {
+  auto texts = golden_spec_texts();
+  texts.push_back(kText);
+  REQUIRE(texts.size() > 20);
+  for (const auto& text : texts) {
+    SpecFile parsed = parse_spec(text, "");
+    auto decoded = decode_entry(encode_entry(text, "build-1", parsed), text, "build-1");
+    REQUIRE(decoded);
+    CHECK(*decoded == parsed);
+  }
+}
+
+TEST_CASE("cdi cache: an entry is refused for other bytes, another build, or any damage") {
+  SpecFile parsed = parse_spec(kText, "");
+  std::string entry = encode_entry(kText, "build-1", parsed);
+  CHECK_FALSE(decode_entry(entry, kText + " ", "build-1"));
+  std::string other = kText;
+  other[other.find("eth1")] = 'f';
+  CHECK_FALSE(decode_entry(entry, other, "build-1"));
+  CHECK_FALSE(decode_entry(entry, kText, "build-2"));
+  CHECK_FALSE(decode_entry(entry, kText, ""));
+  CHECK_FALSE(decode_entry(entry + "x", kText, "build-1"));
+  for (std::size_t n = 0; n < entry.size(); ++n) CHECK_FALSE(decode_entry(entry.substr(0, n), kText, "build-1"));
+  // A flipped byte in the body decodes to something else or not at all, never
+  // to a crash (the fuzzer covers arbitrary bytes).
+  std::string header = encode_entry(kText, "build-1", SpecFile{});
+  for (std::size_t i = header.size() - 40; i < entry.size(); ++i) {
+    std::string bad = entry;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    auto decoded = decode_entry(bad, kText, "build-1");
+    if (decoded) CHECK_FALSE(*decoded == parsed);
+  }
+}
+
+TEST_CASE("cdi cache: names spread by bytes and build") {
+  CHECK(entry_name(kText, "a") == entry_name(kText, "a"));
+  CHECK(entry_name(kText, "a") != entry_name(kText, "b"));
+  CHECK(entry_name(kText, "a") != entry_name(kText + "\n", "a"));
+  CHECK(entry_name("", "a").size() == 20);
+  CHECK(entry_name("", "a").ends_with(".cdi"));
+}
+
+TEST_CASE("cdi cache: this binary has a build ID") {
+  // Linked with --build-id (GCC's default on Debian); without one nothing is cached.
+  CHECK(build_id().size() >= 16);
+  CHECK(build_id().find_first_not_of("0123456789abcdef") == std::string::npos);
+}
+
+TEST_CASE("cdi cache: parse stores, then hits, and a damaged entry is parsed and replaced") {
+  TempDir tmp;
+  stdfs::path dir = tmp / "specshim/cdi-cache";  // neither exists yet
+  ParseCache cache(dir);
+  SpecFile first = cache.parse(kText, "/etc/cdi/a.yaml");
+  CHECK(cache.last() == "stored");
+  CHECK(first == parse_spec(kText, "/etc/cdi/a.yaml"));
+  CHECK((stdfs::status(dir).permissions() & stdfs::perms::all) == stdfs::perms::owner_all);
+  CHECK((stdfs::status(dir.parent_path()).permissions() & stdfs::perms::all) == stdfs::perms::owner_all);
+  stdfs::path entry = dir / entry_name(kText, build_id());
+  REQUIRE(stdfs::is_regular_file(entry));
+  CHECK((stdfs::status(entry).permissions() & stdfs::perms::all) == (stdfs::perms::owner_read | stdfs::perms::owner_write));
+
+  ParseCache again(dir);
+  SpecFile hit = again.parse(kText, "/var/run/cdi/b.yaml");
+  CHECK(again.last() == "hit");
+  CHECK(hit.path == "/var/run/cdi/b.yaml");
+  hit.path = first.path;
+  CHECK(hit == first);
+
+  std::string bytes = read_file(entry);
+  write_file(entry, bytes.substr(0, bytes.size() - 10), 0600);
+  SpecFile reparsed = again.parse(kText, "/etc/cdi/a.yaml");
+  CHECK(again.last() == "stored");
+  CHECK(reparsed == first);
+  CHECK(read_file(entry) == bytes);
+  CHECK(entries(dir) == 1);
+}
+
+TEST_CASE("cdi cache: a spec that fails to parse throws as parse_spec does and stores nothing") {
+  TempDir tmp;
+  ParseCache cache(tmp / "cache");
+  std::string bad = "cdiVersion: 0.5.0\nkind: vendor.com/gpu\ndevices:\n- name: x\n  bogus: 1\n";
+  std::string expected;
+  try {
+    parse_spec(bad, "/etc/cdi/bad.yaml");
+  } catch (const Error& e) {
+    expected = e.what();
+  }
+  REQUIRE_FALSE(expected.empty());
+  REQUIRE_THROWS_WITH(cache.parse(bad, "/etc/cdi/bad.yaml"), expected);
+  CHECK(entries(tmp / "cache") == 0);
+}
+
+TEST_CASE("cdi cache: a directory open to others, a symlink or a file is not used") {
+  TempDir tmp;
+  SpecFile expected = parse_spec(kText, "/etc/cdi/a.yaml");
+  SECTION("group-readable") {
+    stdfs::create_directory(tmp / "cache");
+    ::chmod((tmp / "cache").c_str(), 0750);
+    ParseCache cache(tmp / "cache");
+    CHECK(cache.parse(kText, "/etc/cdi/a.yaml") == expected);
+    CHECK_THAT(cache.last(), Catch::Contains("closed to group and others"));
+    CHECK(entries(tmp / "cache") == 0);
+  }
+  SECTION("a symlink to a good directory") {
+    stdfs::create_directory(tmp / "real");
+    ::chmod((tmp / "real").c_str(), 0700);
+    stdfs::create_directory_symlink(tmp / "real", tmp / "cache");
+    ParseCache cache(tmp / "cache");
+    CHECK(cache.parse(kText, "/etc/cdi/a.yaml") == expected);
+    CHECK_THAT(cache.last(), Catch::StartsWith("parsed (cache: open"));
+    CHECK(entries(tmp / "real") == 0);
+  }
+  SECTION("a regular file") {
+    write_file(tmp / "cache", "x");
+    ParseCache cache(tmp / "cache");
+    CHECK(cache.parse(kText, "/etc/cdi/a.yaml") == expected);
+    CHECK_THAT(cache.last(), Catch::StartsWith("parsed (cache: open"));
+  }
+}
+
+TEST_CASE("cdi cache: an entry that is a symlink or not ours is parsed around") {
+  TempDir tmp;
+  stdfs::path dir = tmp / "cache";
+  ParseCache cache(dir);
+  cache.parse(kText, "a");  // creates dir and the entry
+  stdfs::path entry = dir / entry_name(kText, build_id());
+  std::string good = read_file(entry);
+  SECTION("a symlink to a good entry") {
+    write_file(tmp / "elsewhere", good, 0600);
+    stdfs::remove(entry);
+    stdfs::create_symlink(tmp / "elsewhere", entry);
+    ParseCache c(dir);
+    c.parse(kText, "a");
+    CHECK(c.last() == "stored");  // the symlink was replaced by a real entry
+    CHECK_FALSE(stdfs::is_symlink(entry));
+  }
+  if (::geteuid() == 0) {
+    SECTION("owned by another user") {
+      REQUIRE(::chown(entry.c_str(), 1, 1) == 0);
+      ParseCache c(dir);
+      c.parse(kText, "a");
+      CHECK(c.last() == "stored");
+      struct stat st {};
+      REQUIRE(::stat(entry.c_str(), &st) == 0);
+      CHECK(st.st_uid == 0);
+    }
+  }
+}
+
+TEST_CASE("cdi cache: a store that finds too many entries removes the oldest") {
+  TempDir tmp;
+  stdfs::path dir = tmp / "cache";
+  ParseCache(dir).parse(kText, "a");
+  stdfs::path mine = dir / entry_name(kText, build_id());
+  stdfs::remove(mine);
+  for (std::size_t i = 0; i < kMaxCacheEntries; ++i) {
+    std::string name = entry_name(std::to_string(i), "old");
+    write_file(dir / name, "stale", 0600);
+    struct timespec times[2] = {{static_cast<time_t>(1000 + i), 0}, {static_cast<time_t>(1000 + i), 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (dir / name).c_str(), times, 0) == 0);
+  }
+  write_file(dir / "unrelated.txt", "kept", 0600);
+  ParseCache cache(dir);
+  cache.parse(kText, "a");
+  CHECK(cache.last() == "stored");
+  CHECK(entries(dir) == kMaxCacheEntries / 2);
+  CHECK(stdfs::exists(mine));
+  CHECK(stdfs::exists(dir / "unrelated.txt"));
+  CHECK_FALSE(stdfs::exists(dir / entry_name("0", "old")));  // the oldest went first
+  CHECK(stdfs::exists(dir / entry_name(std::to_string(kMaxCacheEntries - 1), "old")));
+}
