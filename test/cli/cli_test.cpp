@@ -392,6 +392,35 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
+TEST_CASE("the specshim binary is linked as configured; a -static one unwinds through PT_GNU_EH_FRAME") {
+  auto output = [](const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    REQUIRE(::pclose(p) == 0);
+    return out;
+  };
+  std::string link = SPECSHIM_LINK;
+  std::string headers = output("readelf -hlW " SPECSHIM_BINARY);
+  INFO("linked " << link);
+  if (link == "dynamic") {  // sanitizer builds
+    CHECK_THAT(headers, Catch::Contains("INTERP"));
+    return;
+  }
+  CHECK_THAT(headers, !Catch::Contains("INTERP"));
+  CHECK_THAT(headers, Catch::Contains("GNU_EH_FRAME"));
+  if (link == "static-pie") {
+    CHECK_THAT(headers, Catch::Contains("DYN ("));
+    return;
+  }
+  CHECK_THAT(headers, Catch::Contains("EXEC (Executable file)"));
+  // crtbeginT's registration of .eh_frame lands in the no-op of
+  // shim/src/static_unwind.cpp; without it the first throw sorts every FDE.
+  CHECK_THAT(output("nm " SPECSHIM_BINARY), Catch::Contains(" T __wrap___register_frame_info"));
+}
+
 TEST_CASE("cdi: the second create reads the spec from the parse cache and writes the same config.json") {
   Cli c;
   write_file(c.tmp / "cdi/vendor.yaml",
