@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim's entry point: runc's command line in, the runtime exec'd out.
 #include <cstdio>
+#include <ios>
 #include <string>
 #include <vector>
 
@@ -9,13 +10,25 @@
 #include "runtime.h"
 #include "verbs.h"
 
+namespace {
+
+// run_own_verb constructs the standard streams first: the own verbs' sources
+// have no static initializer for them (no_static_iostream.h says why). The
+// object lives until exit, which flushes them.
+int run_own_verb(const specshim::shim::OwnVerb& verb, const std::vector<std::string>& args) {
+  static std::ios_base::Init streams;
+  return verb.run(args);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   using namespace specshim::shim;
   if (args.size() > 1)
-    if (const OwnVerb* verb = find_own_verb(args[1])) return verb->run(args);
+    if (const OwnVerb* verb = find_own_verb(args[1])) return run_own_verb(*verb, args);
   if (args.size() == 3 && args[1] == "help")  // `specshim help dry-run`: that verb's --help
-    if (const OwnVerb* verb = find_own_verb(args[2])) return verb->run({args[0], args[2], "--help"});
+    if (const OwnVerb* verb = find_own_verb(args[2])) return run_own_verb(*verb, {args[0], args[2], "--help"});
   RuncArgs parsed = parse_runc_args(args);
   if (parsed.modifies()) return create_main(parsed, args);
   return passthrough_main(parsed, args);
