@@ -43,11 +43,14 @@ class DomBuilder {
   bool binary(Json::binary_t&) { return false; }
   bool start_object(std::size_t) {
     Json* v = place(Json(Json::value_t::object));
+    // Members are pair<const std::string, Json>: a vector that grows copies
+    // every key it holds. OCI objects have up to ~12 members.
+    v->get_ref<Json::object_t&>().reserve(kObjectReserve);
     stack_.push_back({v, {}, 0});
     return true;
   }
   bool key(std::string& k) {
-    stack_.back().key = k;
+    stack_.back().key = std::move(k);
     return true;
   }
   bool end_object() {
@@ -70,6 +73,8 @@ class DomBuilder {
   }
 
  private:
+  static constexpr std::size_t kObjectReserve = 12;
+
   struct Frame {
     Json* value;
     std::string key;
@@ -91,9 +96,17 @@ class DomBuilder {
     }
     Frame& top = stack_.back();
     if (top.value->is_object()) {
-      Json& slot = (*top.value)[top.key];  // a repeated key keeps its first place, last value wins (as Go)
-      slot = std::move(v);
-      return &slot;
+      // A repeated key keeps its first place, last value wins (as Go).
+      auto& members = top.value->get_ref<Json::object_t&>();
+      for (auto& [key, value] : members)
+        if (key == top.key) {
+          value = std::move(v);
+          return &value;
+        }
+      // pointer() reads the keys of the open frames: a key whose value is
+      // an object or array stays there until that value ends.
+      std::string key = v.is_structured() ? top.key : std::move(top.key);
+      return &members.emplace_back(std::move(key), std::move(v)).second;
     }
     top.value->push_back(std::move(v));
     return &top.value->back();

@@ -30,6 +30,9 @@ TEST_CASE("spec keeps number forms that would not print back the same") {
   // A changed value is written canonically; untouched neighbours keep their text.
   s.json()["a"] = 2.25;
   REQUIRE(s.serialize() == R"({"a":2.25,"b":1e3,"c":-0.0,"d":18446744073709551616,"e":[2.50E+1],"f":0.5,"g":-12})");
+  // Nested: each number is found by its whole path, objects deeper than one level included.
+  std::string nested = R"({"x":{"y":[{"z":1.50,"q":{"r":2.0e1}}],"k":3.10},"w":4.00,"x2":{"y":{"z":5.0}}})";
+  REQUIRE(Spec::parse(nested).serialize() == nested);
 }
 
 TEST_CASE("spec parse errors name line and column") {
