@@ -15,6 +15,7 @@
 #include <istream>
 #include <ostream>
 
+// clang-format off: the namespace macros are not statements
 #if defined(__GLIBCXX__) && !defined(_GLIBCXX_IOSTREAM)
 #define _GLIBCXX_IOSTREAM 1
 namespace std _GLIBCXX_VISIBILITY(default) {
@@ -30,3 +31,4 @@ extern wostream wclog;
 _GLIBCXX_END_NAMESPACE_VERSION
 }  // namespace std
 #endif
+// clang-format on

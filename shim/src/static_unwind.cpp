@@ -14,5 +14,7 @@ struct object;
 
 void __wrap___register_frame_info(const void*, object*) {}
 
-void* __wrap___deregister_frame_info(const void*) { return nullptr; }
+void* __wrap___deregister_frame_info(const void*) {
+  return nullptr;
+}
 }

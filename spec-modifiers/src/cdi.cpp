@@ -84,42 +84,56 @@ void merge(ContainerEdits& into, const ContainerEdits& e) {
   append(into.additional_gids, e.additional_gids);
 }
 
+// Members builds a JSON object in the order members are added, with room
+// for all of them reserved first (a growing member vector copies its keys):
+// a create with NVIDIA's spec builds ~50 of these.
+class Members {
+ public:
+  explicit Members(std::size_t n) { members_.reserve(n); }
+  Members& add(std::string_view key, Json value) {
+    members_.emplace_back(std::string(key), std::move(value));
+    return *this;
+  }
+  Json json() { return Json(std::move(members_)); }  // once: it moves the members out
+
+ private:
+  Json::object_t members_;
+};
+
 Json oci_device(const DeviceNode& d) {
-  Json j = Json::object();
-  j["path"] = d.path;
-  j["type"] = d.type;
-  j["major"] = d.major;
-  j["minor"] = d.minor;
-  if (d.file_mode) j["fileMode"] = *d.file_mode;
-  if (d.uid) j["uid"] = *d.uid;
-  if (d.gid) j["gid"] = *d.gid;
-  return j;
+  Members j(7);
+  j.add("path", d.path).add("type", d.type).add("major", d.major).add("minor", d.minor);
+  if (d.file_mode) j.add("fileMode", *d.file_mode);
+  if (d.uid) j.add("uid", *d.uid);
+  if (d.gid) j.add("gid", *d.gid);
+  return j.json();
 }
 
 Json oci_rule(const DeviceNode& d) {
-  Json j = Json::object();
-  j["allow"] = true;
-  j["type"] = d.type;
-  j["major"] = d.major;
-  j["minor"] = d.minor;
-  j["access"] = d.permissions.empty() ? "rwm" : d.permissions;
-  return j;
+  return Members(5)
+      .add("allow", true)
+      .add("type", d.type)
+      .add("major", d.major)
+      .add("minor", d.minor)
+      .add("access", d.permissions.empty() ? "rwm" : d.permissions)
+      .json();
 }
 
 Json oci_mount(const cdi::Mount& m) {
-  Json j = Json::object();
-  j["destination"] = m.container_path;
-  if (!m.type.empty()) j["type"] = m.type;
-  j["source"] = m.host_path;
-  if (!m.options.empty()) j["options"] = m.options;
-  return j;
+  Members j(4);
+  j.add("destination", m.container_path);
+  if (!m.type.empty()) j.add("type", m.type);
+  j.add("source", m.host_path);
+  if (!m.options.empty()) j.add("options", m.options);
+  return j.json();
 }
 
 // is_oci_mount reports whether j is exactly oci_mount(m), without building
 // it: the chain's later passes find every mount already there, and building
 // 40 mounts to compare them was most of a pass.
 bool is_oci_mount(const Json& j, const cdi::Mount& m) {
-  if (!j.is_object() || j.size() != std::size_t{2} + (m.type.empty() ? 0 : 1) + (m.options.empty() ? 0 : 1)) return false;
+  if (!j.is_object() || j.size() != std::size_t{2} + (m.type.empty() ? 0 : 1) + (m.options.empty() ? 0 : 1))
+    return false;
   auto it = j.begin();
   auto next_is = [&](std::string_view key, const std::string& value) {
     bool same = it.key() == key && it->is_string() && it->get_ref<const std::string&>() == value;
@@ -139,12 +153,12 @@ bool is_oci_mount(const Json& j, const cdi::Mount& m) {
 }
 
 Json oci_hook(const cdi::Hook& h) {
-  Json j = Json::object();
-  j["path"] = h.path;
-  if (!h.args.empty()) j["args"] = h.args;
-  if (!h.env.empty()) j["env"] = h.env;
-  if (h.timeout) j["timeout"] = *h.timeout;
-  return j;
+  Members j(4);
+  j.add("path", h.path);
+  if (!h.args.empty()) j.add("args", h.args);
+  if (!h.env.empty()) j.add("env", h.env);
+  if (h.timeout) j.add("timeout", *h.timeout);
+  return j.json();
 }
 
 Json oci_intel_rdt(const cdi::IntelRdt& r) {
@@ -169,7 +183,8 @@ std::size_t mount_depth(const Json& mount) {
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t slash = path.find('/', start);
-    std::string_view part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view part =
+        path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part == "..") {
       if (depth > 0)
         --depth;
@@ -257,11 +272,11 @@ class Injector {
     };
     if (std::all_of(mounts.begin(), mounts.end(), present)) return;
 
+    // Moving a mount keeps its strings where they are, so by_dest's views
+    // stay valid: from here on it maps a destination to its latest slot.
     std::vector<Json> slots(std::make_move_iterator(list.begin()), std::make_move_iterator(list.end()));
     std::vector<bool> removed(slots.size(), false);
-    std::unordered_map<std::string, std::size_t> slot_of;  // destination -> its latest slot
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (const Json* dest = destination(slots[i])) slot_of.emplace(dest->get<std::string>(), i);
+    auto& slot_of = by_dest;
     for (const auto& m : mounts) {
       auto same_dest = slot_of.find(m.container_path);
       if (same_dest != slot_of.end() && is_oci_mount(slots[same_dest->second], m)) continue;
@@ -321,7 +336,7 @@ class Cdi : public Modifier {
 
     // Each part is one block of edits with what to call it in an error: a
     // spec's own edits once, before its first requested device, then the device's.
-    std::vector<std::pair<std::string, ContainerEdits>> parts;
+    std::vector<std::pair<std::string, const ContainerEdits*>> parts;
     std::vector<std::string> missing;
     std::set<const cdi::SpecFile*> seen;
     for (const auto& name : requested) {
@@ -331,22 +346,24 @@ class Cdi : public Modifier {
         continue;
       }
       if (seen.insert(ref->spec.get()).second && !ref->spec->edits.empty())
-        parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", ref->spec->edits);
-      parts.emplace_back("CDI device " + name, ref->device->edits);
+        parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", &ref->spec->edits);
+      parts.emplace_back("CDI device " + name, &ref->device->edits);
     }
     if (!missing.empty()) throw cdi::unresolvable_error(missing, reg, ctx.cdi_origins);
 
     // Everything that can fail on the host is done before the spec is touched.
     ContainerEdits edits;
-    for (auto& [what, part] : parts) {
-      for (auto& d : part.device_nodes) {
+    for (const auto& [what, part] : parts) {
+      std::size_t first = edits.device_nodes.size();
+      merge(edits, *part);
+      for (auto d = edits.device_nodes.begin() + static_cast<std::ptrdiff_t>(first); d != edits.device_nodes.end();
+           ++d) {
         try {
-          d = cdi::complete_node(std::move(d), spec);
+          *d = cdi::complete_node(std::move(*d), spec);
         } catch (...) {
           std::throw_with_nested(Error("inject " + what));
         }
       }
-      merge(edits, part);
     }
     Injector inject(spec);
     inject.env(edits.env);

@@ -47,8 +47,8 @@ class Writer {
   }
   void operator()(bool v) { out_ += v ? '\1' : '\0'; }
   template <typename Int>
-    requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool> && !std::is_same_v<Int, std::int64_t>)
-  void operator()(Int v) {
+  requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool> && !std::is_same_v<Int, std::int64_t>) void operator()(
+      Int v) {
     (*this)(static_cast<std::int64_t>(v));
   }
   template <typename T>
@@ -66,10 +66,8 @@ class Writer {
     for (const auto& [k, v] : m) (*this)(k), (*this)(v);
   }
   template <typename T>
-    requires requires(Writer& w, const T& t) { fields(w, t); }
-  void operator()(const T& v) {
-    fields(*this, v);
-  }
+  requires requires(Writer& w, const T& t) { fields(w, t); }
+  void operator()(const T& v) { fields(*this, v); }
   std::string take() { return std::move(out_); }
 
  private:
@@ -97,8 +95,8 @@ class Reader {
     v = c == '\1';
   }
   template <typename Int>
-    requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool> && !std::is_same_v<Int, std::int64_t>)
-  void operator()(Int& v) {
+  requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool> && !std::is_same_v<Int, std::int64_t>) void operator()(
+      Int& v) {
     std::int64_t wide = 0;
     (*this)(wide);
     if (!std::in_range<Int>(wide)) throw Bad{};
@@ -126,10 +124,8 @@ class Reader {
     }
   }
   template <typename T>
-    requires requires(Reader& r, T& t) { fields(r, t); }
-  void operator()(T& v) {
-    fields(*this, v);
-  }
+  requires requires(Reader& r, T& t) { fields(r, t); }
+  void operator()(T& v) { fields(*this, v); }
   bool done() const { return at_ == in_.size(); }
 
  private:
@@ -149,43 +145,43 @@ class Reader {
 // The field lists, for `T` and `const T` alike. SpecFile's path and priority
 // belong to where the file was found, not to its bytes, and are not kept.
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, DeviceNode>
+requires std::is_same_v<std::remove_const_t<T>, DeviceNode>
 void fields(Io& io, T& d) {
   io(d.path), io(d.host_path), io(d.type), io(d.major), io(d.minor), io(d.file_mode), io(d.permissions), io(d.uid),
       io(d.gid), io(d.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, Mount>
+requires std::is_same_v<std::remove_const_t<T>, Mount>
 void fields(Io& io, T& m) {
   io(m.host_path), io(m.container_path), io(m.options), io(m.type), io(m.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, Hook>
+requires std::is_same_v<std::remove_const_t<T>, Hook>
 void fields(Io& io, T& h) {
   io(h.hook_name), io(h.path), io(h.args), io(h.env), io(h.timeout), io(h.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, IntelRdt>
+requires std::is_same_v<std::remove_const_t<T>, IntelRdt>
 void fields(Io& io, T& r) {
   io(r.clos_id), io(r.l3_cache_schema), io(r.mem_bw_schema), io(r.schemata), io(r.enable_monitoring), io(r.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, NetDevice>
+requires std::is_same_v<std::remove_const_t<T>, NetDevice>
 void fields(Io& io, T& n) {
   io(n.host_interface_name), io(n.name), io(n.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, ContainerEdits>
+requires std::is_same_v<std::remove_const_t<T>, ContainerEdits>
 void fields(Io& io, T& e) {
   io(e.env), io(e.device_nodes), io(e.net_devices), io(e.hooks), io(e.mounts), io(e.intel_rdt), io(e.additional_gids);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, Device>
+requires std::is_same_v<std::remove_const_t<T>, Device>
 void fields(Io& io, T& d) {
   io(d.name), io(d.annotations), io(d.edits), io(d.line);
 }
 template <typename Io, typename T>
-  requires std::is_same_v<std::remove_const_t<T>, SpecFile>
+requires std::is_same_v<std::remove_const_t<T>, SpecFile>
 void fields(Io& io, T& s) {
   io(s.version), io(s.kind), io(s.annotations), io(s.edits), io(s.devices), io(s.version_line), io(s.kind_line);
 }
@@ -263,7 +259,9 @@ void evict(int dirfd) {
     ::unlinkat(dirfd, entries[i].second.c_str(), 0);
 }
 
-std::string errno_text(std::string_view what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string errno_text(std::string_view what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
 
 }  // namespace
 

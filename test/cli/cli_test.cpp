@@ -392,7 +392,9 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
-TEST_CASE("the specshim binary is linked as configured, constructs no streams at start-up, and unwinds through PT_GNU_EH_FRAME") {
+TEST_CASE(
+    "the specshim binary is linked as configured, constructs no streams at start-up, and unwinds through "
+    "PT_GNU_EH_FRAME") {
   auto output = [](const std::string& cmd) {
     std::string out;
     FILE* p = ::popen(cmd.c_str(), "r");
@@ -429,10 +431,12 @@ TEST_CASE("cdi: the second create reads the spec from the parse cache and writes
   write_file(c.tmp / "cdi/vendor.yaml",
              "cdiVersion: 0.5.0\nkind: vendor.com/x\ndevices:\n- name: a\n  containerEdits:\n    env: [A=1]\n"
              "    mounts: [{hostPath: /opt/x.so, containerPath: /usr/lib/x.so, options: [ro, bind]}]\n");
-  std::string spec = R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})";
+  std::string spec =
+      R"({"ociVersion": "1.0.2", "process": {"args": ["sh"]}, "annotations": {"cdi.k8s.io/t": "vendor.com/x=a"}})";
   auto create = [&](const std::string& cache_dir) {
-    c.write_config("[log]\nfile = \"" + (c.tmp / "debug.log").string() + "\"\nlevel = \"debug\"\n[cdi]\ncache-dir = \"" +
-                   cache_dir + "\"\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
+    c.write_config("[log]\nfile = \"" + (c.tmp / "debug.log").string() +
+                   "\"\nlevel = \"debug\"\n[cdi]\ncache-dir = \"" + cache_dir + "\"\nspec-dirs = [\"" +
+                   (c.tmp / "cdi").string() + "\"]\n");
     write_file(c.bundle / "config.json", spec);
     fs::remove(c.tmp / "debug.log");
     auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));

@@ -239,7 +239,8 @@ TEST_CASE("doctor: CDI disabled says so, and configured spec dirs are the ones r
 
 TEST_CASE("doctor: the CDI parse cache is reported, and a directory open to others is a warning") {
   FakeHost h;
-  write_file(h.root / "opt/cdi/x.yaml", "cdiVersion: \"0.6.0\"\nkind: example.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
+  write_file(h.root / "opt/cdi/x.yaml",
+             "cdiVersion: \"0.6.0\"\nkind: example.com/x\ndevices: [{name: a, containerEdits: {env: [A=1]}}]\n");
   SECTION("absent until the first create") {
     h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/specshim/cdi-cache\"\n");
     REQUIRE_THAT(h.report(), HasFinding("cdi", "info", "parse cache /run/specshim/cdi-cache: absent"));

@@ -128,7 +128,8 @@ TEST_CASE("cdi cache: parse stores, then hits, and a damaged entry is parsed and
   CHECK((stdfs::status(dir.parent_path()).permissions() & stdfs::perms::all) == stdfs::perms::owner_all);
   stdfs::path entry = dir / entry_name(kText, build_id());
   REQUIRE(stdfs::is_regular_file(entry));
-  CHECK((stdfs::status(entry).permissions() & stdfs::perms::all) == (stdfs::perms::owner_read | stdfs::perms::owner_write));
+  CHECK((stdfs::status(entry).permissions() & stdfs::perms::all) ==
+        (stdfs::perms::owner_read | stdfs::perms::owner_write));
 
   ParseCache again(dir);
   SpecFile hit = again.parse(kText, "/var/run/cdi/b.yaml");

@@ -60,7 +60,7 @@ struct Loaded {
   std::vector<std::string> modifiers_on;
   std::vector<requirements::Rule> rules;
   std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
-  std::string cdi_cache_dir;                          // "": the parse cache is off
+  std::string cdi_cache_dir;                         // "": the parse cache is off
   device_plugin::Config device_plugin;               // read whether enabled or not
   bool on(std::string_view modifier) const;
 };
