@@ -15,7 +15,8 @@
 #include <istream>
 #include <ostream>
 
-// clang-format off: the namespace macros are not statements
+// The namespace macros confuse clang-format.
+// clang-format off
 #if defined(__GLIBCXX__) && !defined(_GLIBCXX_IOSTREAM)
 #define _GLIBCXX_IOSTREAM 1
 namespace std _GLIBCXX_VISIBILITY(default) {
