@@ -384,6 +384,11 @@ SpecFile ParseCache::parse(std::string_view text, const std::string& path) const
   }
 
   SpecFile spec = parsed(why);
+  if (stores_ == kMaxStoresPerCreate) {
+    last_ = "parsed (cache: " + std::to_string(stores_) + " entries stored by this create already)";
+    return spec;
+  }
+  ++stores_;
   try {
     fs::write_file_atomic(dir_, name, encode_entry(text, build, spec), 0600);
     last_ = "stored";

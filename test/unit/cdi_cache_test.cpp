@@ -241,3 +241,22 @@ TEST_CASE("cdi cache: a store that finds too many entries removes the oldest") {
   CHECK_FALSE(stdfs::exists(dir / entry_name("0", "old")));  // the oldest went first
   CHECK(stdfs::exists(dir / entry_name(std::to_string(kMaxCacheEntries - 1), "old")));
 }
+
+TEST_CASE("cdi cache: one create stores a bounded number of entries") {
+  TempDir tmp;
+  ParseCache cache(tmp / "cache");
+  for (std::size_t i = 0; i < kMaxStoresPerCreate + 3; ++i) {
+    std::string text = kText + "# " + std::to_string(i) + "\n";
+    REQUIRE(cache.parse(text, "a") == parse_spec(text, "a"));
+    CHECK(cache.last() ==
+          (i < kMaxStoresPerCreate ? "stored" : "parsed (cache: 8 entries stored by this create already)"));
+  }
+  CHECK(entries(tmp / "cache") == kMaxStoresPerCreate);
+  // What was stored is read back; hits do not count against the bound.
+  ParseCache next(tmp / "cache");
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t i = 0; i < kMaxStoresPerCreate; ++i) {
+      next.parse(kText + "# " + std::to_string(i) + "\n", "a");
+      CHECK(next.last() == "hit");
+    }
+}

@@ -28,6 +28,10 @@ namespace specshim::cdi {
 inline constexpr const char* kDefaultCacheDir = "/run/specshim/cdi-cache";
 // The oldest entries go when a write finds more than this many.
 inline constexpr std::size_t kMaxCacheEntries = 64;
+// One create stores at most this many entries: a create that must parse
+// more files than the cache holds (spec dirs full of files that all match)
+// parses them as without a cache instead of rewriting it each time.
+inline constexpr std::size_t kMaxStoresPerCreate = 8;
 
 class ParseCache {
  public:
@@ -37,7 +41,8 @@ class ParseCache {
 
   // parse returns what parse_spec(text, path) returns, from the cache when it
   // holds an entry for exactly text; otherwise it parses and, when that
-  // succeeds, stores the result. Throws what parse_spec throws.
+  // succeeds, stores the result (at most kMaxStoresPerCreate times per
+  // ParseCache). Throws what parse_spec throws.
   SpecFile parse(std::string_view text, const std::string& path) const;
 
   const std::filesystem::path& dir() const { return dir_; }
@@ -52,6 +57,7 @@ class ParseCache {
   mutable bool tried_ = false;
   mutable std::string why_off_;
   mutable std::string last_;
+  mutable std::size_t stores_ = 0;
 };
 
 // build_id is this binary's ELF build ID in hex ("" when it has none: then
