@@ -3,12 +3,15 @@
 # docs/BENCHMARKS.md. Every number is a median over many runs, compared in the
 # same run against the static exit-0 fake runtime (test/fakes/recording_runtime)
 # and against plain runc, and in interleaved pairs against the floor of any
-# exec wrapper. Usage: scripts/bench.sh [--pairs] [build-dir]
-#   --pairs  only the interleaved pairs, printed (docs/BENCHMARKS.md untouched)
+# exec wrapper. Usage: scripts/bench.sh [--pairs | --against SPECSHIM] [build-dir]
+#   --pairs             only the interleaved pairs, printed (docs/BENCHMARKS.md untouched)
+#   --against SPECSHIM  the same pairs with another specshim binary (an older
+#                       build) in the floor's place: what this build saves
 set -euo pipefail
 cd "$(dirname "$0")/.."
-only_pairs=0
+only_pairs=0 against=""
 if [ "${1:-}" = --pairs ]; then only_pairs=1; shift; fi
+if [ "${1:-}" = --against ]; then only_pairs=1 against=$(realpath "$2"); shift 2; fi
 build=${1:-build}
 shim="$PWD/$build/shim/specshim"
 fake="$PWD/$build/test/fakes/recording_runtime"
@@ -43,7 +46,8 @@ extra_cases=() extra_rows=() extra_rss=() extra_sections=() extra_pairs=()
 # create_cmd BUNDLE: the create command line containerd's shim would run, as one string for hyperfine.
 # floor_cmd BUNDLE: the same command line through the floor wrapper (below).
 create_cmd() { echo "$shim --log $1/log.json --log-format json create --bundle $1 id"; }
-floor_cmd() { echo "$work/wrapper --log $1/log.json --log-format json create --bundle $1 id"; }
+floor_cmd() { echo "$floor --log $1/log.json --log-format json create --bundle $1 id"; }
+floor=${against:-$work/wrapper}  # what each pair's first half runs
 # The floor of any exec wrapper: a static program that only execs the fake.
 # specshim's own work is what it costs beyond this one extra execve.
 printf '#include <unistd.h>\nint main(int c, char** v) { (void)c; execv("%s", v); return 127; }\n' "$fake" >"$work/wrapper.c"
@@ -64,11 +68,22 @@ pair() {  # label config prepare floor-command command
     { echo "bench: pairs for \"$1\" failed" >&2; cat "$work"/*/log.json 2>/dev/null | grep -h error | tail -2 >&2; exit 1; }
   printf '%s\t%s\n' "$1" "$line" >>"$work/pairs.tsv"
 }
-pair "passthrough (\`state\`)" "$work/fake.toml" "" "$work/wrapper state x" "$shim state x"
+pair "passthrough (\`state\`)" "$work/fake.toml" "" "$floor state x" "$shim state x"
 pair "create, nothing to change" "$work/fake.toml" "" "$(floor_cmd "$work/nochange")" "$(create_cmd "$work/nochange")"
 pair "create, passwd entry added" "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
   "$(floor_cmd "$work/passwd")" "$(create_cmd "$work/passwd")"
 for c in "${extra_pairs[@]}"; do eval "$c"; done
+against_table() {
+  echo "## This build against \`$against\`, interleaved pairs"
+  echo
+  echo "Each case runs with the other build and with this one alternately, in random order, $pairs_runs pairs"
+  echo "after 20 warm-up pairs (\`test/bench/pairs.c\`). The last column is the median of the per-pair"
+  echo "differences (this build − the other), with the interquartile range."
+  echo
+  echo "| case | other build median ms | this build median ms | this − other, median (p25 – p75) |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %.3f | %.3f | **%+.3f ms** (%+.3f – %+.3f) |\n", $1, $2, $3, $4, $5, $6}' "$work/pairs.tsv"
+}
 pairs_table() {
   echo "## Own cost, interleaved pairs against the floor"
   echo
@@ -82,6 +97,7 @@ pairs_table() {
   awk -F'\t' '{printf "| %s | %.3f | %.3f | **%+.3f ms** (%+.3f – %+.3f) |\n", $1, $2, $3, $4, $5, $6}' "$work/pairs.tsv"
 }
 extra_sections=(pairs_table "${extra_sections[@]}")
+if [ -n "$against" ]; then against_table; exit 0; fi
 if [ "$only_pairs" = 1 ]; then pairs_table; exit 0; fi
 
 # hyperfine_case NAME CONFIG RUNS WARMUP PREPARE COMMAND...: one row of
