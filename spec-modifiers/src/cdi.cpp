@@ -332,6 +332,7 @@ class Cdi : public Modifier {
   void apply(Spec& spec, Context& ctx) override {
     std::vector<std::string> requested = requested_devices(spec);
     if (requested.empty()) return;
+    if (cache_) cache_->read_only(ctx.dry_run);
     const cdi::Registry& reg = registry(requested);
 
     // Each part is one block of edits with what to call it in an error: a

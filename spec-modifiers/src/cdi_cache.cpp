@@ -111,9 +111,10 @@ class Reader {
   }
   template <typename T>
   void operator()(std::vector<T>& v) {
+    // Items are decoded one by one, so memory grows only with the bytes
+    // they take: a damaged count cannot ask for more than the entry holds.
     v.clear();
-    v.resize(count());
-    for (auto& item : v) (*this)(item);
+    for (std::size_t n = count(); n > 0; --n) (*this)(v.emplace_back());
   }
   void operator()(std::map<std::string, std::string>& m) {
     m.clear();
@@ -198,7 +199,7 @@ std::uint64_t hash64(std::string_view s, std::uint64_t h) {
     h ^= h >> 29;
   }
   std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
+  if (i < s.size()) std::memcpy(&tail, s.data() + i, s.size() - i);
   h = (h ^ tail ^ s.size()) * k;
   return h ^ (h >> 32);
 }
@@ -306,14 +307,15 @@ std::optional<SpecFile> decode_entry(std::string_view entry, std::string_view te
     r(spec);
     if (r.raw(kEnd.size()) != kEnd || !r.done()) return std::nullopt;
     return spec;
-  } catch (const Bad&) {
-    return std::nullopt;
-  } catch (const std::length_error&) {
+  } catch (...) {  // Bad, or what a damaged entry makes the allocator say
     return std::nullopt;
   }
 }
 
-ParseCache::ParseCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+ParseCache::ParseCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+  // "/run/x/" would name no file, and O_NOFOLLOW would not see a symlink there.
+  while (dir_.has_parent_path() && !dir_.has_filename() && dir_ != dir_.root_path()) dir_ = dir_.parent_path();
+}
 
 // open_dir opens the cache dir once, creating it and its parent (0700) when
 // missing. It is used only when it is a directory (not a symlink) owned by
@@ -326,7 +328,7 @@ bool ParseCache::open_dir() const {
     return false;
   }
   int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {
+  if (fd < 0 && errno == ENOENT && !read_only_) {
     if (dir_.has_parent_path() && dir_.parent_path() != dir_.root_path()) ::mkdir(dir_.parent_path().c_str(), 0700);
     if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
       why_off_ = errno_text("create `" + dir_.string() + "`");
@@ -384,16 +386,27 @@ SpecFile ParseCache::parse(std::string_view text, const std::string& path) const
   }
 
   SpecFile spec = parsed(why);
+  if (read_only_) {
+    last_ = "parsed (cache: " + why + "; read-only: not stored)";
+    return spec;
+  }
   if (stores_ == kMaxStoresPerCreate) {
     last_ = "parsed (cache: " + std::to_string(stores_) + " entries stored by this create already)";
     return spec;
   }
+  std::string encoded = encode_entry(text, build, spec);
+  if (encoded.size() > kMaxEntryBytes) {  // the reader would refuse it
+    last_ = "parsed (cache: an entry of " + std::to_string(encoded.size()) + " bytes is over the limit: not stored)";
+    return spec;
+  }
   ++stores_;
   try {
-    fs::write_file_atomic(dir_, name, encode_entry(text, build, spec), 0600);
+    // Through the descriptor that was checked, not the path again.
+    std::string at = "/proc/self/fd/" + std::to_string(fd_.get());
+    fs::write_file_atomic(at, name, encoded, 0600);
     last_ = "stored";
     evict(fd_.get());
-    fs::remove_stale_temps(dir_);
+    fs::remove_stale_temps(at);
   } catch (const std::exception& e) {
     last_ = "parsed (cache: not stored: " + describe(e) + ")";
   }

@@ -43,13 +43,15 @@ class DomBuilder {
   bool binary(Json::binary_t&) { return false; }
   bool start_object(std::size_t) {
     Json* v = place(Json(Json::value_t::object));
-    // Members are pair<const std::string, Json>: a vector that grows copies
-    // every key it holds. OCI objects have up to ~12 members.
-    v->get_ref<Json::object_t&>().reserve(kObjectReserve);
     stack_.push_back({v, {}, 0});
     return true;
   }
   bool key(std::string& k) {
+    // Members are pair<const std::string, Json>: a vector that grows copies
+    // every key it holds. OCI objects have up to ~12 members; an empty
+    // object reserves nothing.
+    auto& members = stack_.back().value->get_ref<Json::object_t&>();
+    if (members.empty()) members.reserve(kObjectReserve);
     stack_.back().key = std::move(k);
     return true;
   }

@@ -461,6 +461,14 @@ TEST_CASE("cdi: the second create reads the spec from the parse cache and writes
   auto [changed, log3] = create(cache);
   CHECK_THAT(log3, Catch::Contains("vendor.yaml: stored"));
   CHECK_THAT(changed, Catch::Contains("A=2"));
+  // dry-run writes nothing: not even the cache dir.
+  std::string fresh = (c.tmp / "fresh-cache").string();
+  c.write_config("[cdi]\ncache-dir = \"" + fresh + "\"\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
+  write_file(c.bundle / "config.json", spec);
+  auto d = c.shim({"dry-run", "--bundle", c.bundle.string()});
+  CHECK(d.exit_code == 0);
+  CHECK_THAT(d.out, Catch::Contains("A=2"));
+  CHECK_FALSE(fs::exists(fresh));
 }
 
 TEST_CASE("a create that writes removes the temp files of dead creates; nothing to change and dry-run remove none") {

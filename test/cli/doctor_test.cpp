@@ -252,6 +252,14 @@ TEST_CASE("doctor: the CDI parse cache is reported, and a directory open to othe
     h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/cache\"\n");
     REQUIRE_THAT(h.report(), HasFinding("cdi", "ok", "parse cache /run/cache: 1 entry"));
   }
+  SECTION("owned by another user: not used") {
+    fs::create_directories(h.root / "run/cache");
+    ::chmod((h.root / "run/cache").c_str(), 0700);
+    if (::geteuid() != 0) return;  // chown needs root (CI runs as root)
+    REQUIRE(::chown((h.root / "run/cache").c_str(), 1, 1) == 0);
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\ncache-dir = \"/run/cache\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("cdi", "warn", "parse cache /run/cache: not used"));
+  }
   SECTION("open to others: not used") {
     fs::create_directories(h.root / "run/cache");
     ::chmod((h.root / "run/cache").c_str(), 0755);

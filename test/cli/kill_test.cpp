@@ -53,8 +53,9 @@ struct DiskBundle {
     write_file(tmp / "cdi" / "dev.yaml",
                "cdiVersion: 0.5.0\nkind: example.com/dev\ndevices:\n- name: \"0\"\n"
                "  containerEdits:\n    env: [DEV=0]\n");
-    write_file(config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n[cdi]\nspec-dirs = [\"" +
-                           (tmp / "cdi").string() + "\"]\n");
+    // The parse cache lives in the test's dir, not the host's /run.
+    write_file(config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n[cdi]\ncache-dir = \"" +
+                           (tmp / "cdi-cache").string() + "\"\nspec-dirs = [\"" + (tmp / "cdi").string() + "\"]\n");
     reset();
   }
   // reset puts the bundle back as containerd hands it over: config.json and rootfs only.

@@ -260,3 +260,36 @@ TEST_CASE("cdi cache: one create stores a bounded number of entries") {
       CHECK(next.last() == "hit");
     }
 }
+
+TEST_CASE("cdi cache: read-only (dry-run) uses entries but stores none and creates no directory") {
+  TempDir tmp;
+  ParseCache ro(tmp / "cache");
+  ro.read_only(true);
+  CHECK(ro.parse(kText, "a") == parse_spec(kText, "a"));
+  CHECK_THAT(ro.last(), Catch::StartsWith("parsed (cache: open"));
+  CHECK_FALSE(stdfs::exists(tmp / "cache"));
+
+  ParseCache(tmp / "cache").parse(kText, "a");  // a create stores it
+  ParseCache reader(tmp / "cache");
+  reader.read_only(true);
+  reader.parse(kText, "a");
+  CHECK(reader.last() == "hit");
+  std::string other = kText + "# other\n";
+  reader.parse(other, "a");
+  CHECK_THAT(reader.last(), Catch::Contains("read-only: not stored"));
+  CHECK(entries(tmp / "cache") == 1);
+}
+
+TEST_CASE("cdi cache: a cache-dir with a trailing slash is the same directory") {
+  TempDir tmp;
+  stdfs::create_directory(tmp / "real");
+  ::chmod((tmp / "real").c_str(), 0700);
+  stdfs::create_directory_symlink(tmp / "real", tmp / "link");
+  ParseCache via_link((tmp / "link").string() + "/");  // the slash must not step through the symlink
+  via_link.parse(kText, "a");
+  CHECK_THAT(via_link.last(), Catch::StartsWith("parsed (cache: open"));
+  ParseCache plain((tmp / "real").string() + "//");
+  plain.parse(kText, "a");
+  CHECK(plain.last() == "stored");
+  CHECK(entries(tmp / "real") == 1);
+}

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
+#include "specshim/cdi_cache.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -50,11 +51,15 @@ void check_files(const cdi::Registry& reg, Check& c) {
 }
 
 // check_cache says where parsed spec files are kept, and warns when that
-// directory is there but a create would not use it (not a root-only
-// directory of the user doctor runs as).
+// directory is there but a create (run as root by containerd) would not use
+// it: not a directory owned by root and closed to group and others.
 void check_cache(const Host& host, const std::string& dir, Check& c) {
   if (dir.empty()) {
     c.add(Status::info, "parse cache off (cache-dir = \"\"): every create parses the spec files it needs");
+    return;
+  }
+  if (cdi::build_id().empty()) {
+    c.add(Status::info, "parse cache off: this binary has no ELF build ID to key entries by");
     return;
   }
   std::string at = host.path(dir).string();
@@ -63,14 +68,21 @@ void check_cache(const Host& host, const std::string& dir, Check& c) {
     c.add(Status::info, "parse cache " + dir + ": absent (the first create with a CDI request makes it, 0700)");
     return;
   }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    c.add(Status::warn, "parse cache " + dir + ": not used (not a directory of uid " + std::to_string(::geteuid()) +
-                            " closed to group and others): every create parses its spec files");
+  if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077) != 0) {
+    c.add(Status::warn, "parse cache " + dir +
+                            ": not used (not a directory owned by root and closed to group and others): every "
+                            "create parses its spec files");
     return;
   }
-  std::size_t entries = 0;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(at, ec)) entries += e.path().extension() == ".cdi";
+  std::size_t entries = 0;
+  for (auto it = std::filesystem::directory_iterator(at, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    entries += it->path().extension() == ".cdi";
+  if (ec) {
+    c.add(Status::info, "parse cache " + dir + ": entries not readable as uid " + std::to_string(::geteuid()));
+    return;
+  }
   c.add(Status::ok, "parse cache " + dir + ": " + std::to_string(entries) + (entries == 1 ? " entry" : " entries"));
 }
 

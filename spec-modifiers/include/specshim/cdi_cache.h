@@ -45,6 +45,10 @@ class ParseCache {
   // ParseCache). Throws what parse_spec throws.
   SpecFile parse(std::string_view text, const std::string& path) const;
 
+  // read_only: look entries up but store none and create no directory
+  // (dry-run writes nothing).
+  void read_only(bool on) { read_only_ = on; }
+
   const std::filesystem::path& dir() const { return dir_; }
   // What the last parse did: "hit", "stored", "parsed (cache: <why not>)".
   const std::string& last() const { return last_; }
@@ -58,6 +62,7 @@ class ParseCache {
   mutable std::string why_off_;
   mutable std::string last_;
   mutable std::size_t stores_ = 0;
+  bool read_only_ = false;
 };
 
 // build_id is this binary's ELF build ID in hex ("" when it has none: then
