@@ -171,13 +171,19 @@ Json oci_intel_rdt(const cdi::IntelRdt& r) {
   return j;
 }
 
+// destination is a mount's destination string, or null when it has none.
+const Json* destination(const Json& mount) {
+  if (!mount.is_object()) return nullptr;
+  auto it = mount.find("destination");
+  return it != mount.end() && it->is_string() ? &*it : nullptr;
+}
+
 // mount_depth counts the '/' in Go's filepath.Clean(destination), the key
 // upstream sorts mounts by. Clean leaves `ups` leading ".." (relative paths
 // only) and then `depth` names; no part is copied.
 std::size_t mount_depth(const Json& mount) {
-  auto dest = mount.is_object() ? mount.find("destination") : mount.end();
-  std::string_view path;
-  if (dest != mount.end() && dest->is_string()) path = dest->get_ref<const std::string&>();
+  const Json* dest = destination(mount);
+  std::string_view path = dest ? std::string_view(dest->get_ref<const std::string&>()) : std::string_view();
   bool rooted = !path.empty() && path[0] == '/';
   std::size_t ups = 0, depth = 0;
   std::size_t start = 0;
@@ -294,12 +300,6 @@ class Injector {
     Json result = Json::array();
     for (auto& [depth, mount] : keyed) result.push_back(std::move(mount));
     list = std::move(result);
-  }
-
-  static const Json* destination(const Json& mount) {
-    if (!mount.is_object()) return nullptr;
-    auto it = mount.find("destination");
-    return it != mount.end() && it->is_string() ? &*it : nullptr;
   }
 
   void hooks(const std::vector<cdi::Hook>& hooks) {
