@@ -204,6 +204,12 @@ std::uint64_t hash64(std::string_view s, std::uint64_t h) {
   return h ^ (h >> 32);
 }
 
+void append_hex(std::string& out, unsigned char byte) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += hex[byte >> 4];
+  out += hex[byte & 0xF];
+}
+
 int note_callback(dl_phdr_info* info, std::size_t, void* data) {
   auto& out = *static_cast<std::string*>(data);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -219,12 +225,7 @@ int note_callback(dl_phdr_info* info, std::size_t, void* data) {
       p = desc + ((n.n_descsz + 3) & ~3u);
       if (p > end) break;
       if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        static constexpr char hex[] = "0123456789abcdef";
-        for (std::size_t k = 0; k < n.n_descsz; ++k) {
-          auto b = static_cast<unsigned char>(desc[k]);
-          out += hex[b >> 4];
-          out += hex[b & 0xF];
-        }
+        for (std::size_t k = 0; k < n.n_descsz; ++k) append_hex(out, static_cast<unsigned char>(desc[k]));
         return 1;
       }
     }
@@ -266,6 +267,10 @@ std::string errno_text(std::string_view what) {
 
 }  // namespace
 
+bool usable_cache_dir(const struct stat& st, uid_t owner) {
+  return S_ISDIR(st.st_mode) && st.st_uid == owner && (st.st_mode & 077) == 0;
+}
+
 const std::string& build_id() {
   static const std::string id = [] {
     std::string out;
@@ -277,9 +282,8 @@ const std::string& build_id() {
 
 std::string entry_name(std::string_view text, std::string_view build) {
   std::uint64_t h = hash64(text, hash64(build, 0x243F6A8885A308D3ull));
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string name(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) name[static_cast<std::size_t>(i)] = hex[h & 0xF];
+  std::string name;
+  for (int shift = 56; shift >= 0; shift -= 8) append_hex(name, static_cast<unsigned char>(h >> shift));
   return name + std::string(kSuffix);
 }
 
@@ -342,7 +346,7 @@ bool ParseCache::open_dir() const {
   }
   fs::Fd owned(fd);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+  if (::fstat(fd, &st) != 0 || !usable_cache_dir(st, ::geteuid())) {
     why_off_ = "`" + dir_.string() + "` is not a directory of uid " + std::to_string(::geteuid()) +
                " closed to group and others";
     return false;
@@ -365,17 +369,11 @@ SpecFile ParseCache::parse(std::string_view text, const std::string& path) const
   if (entry) {
     struct stat st {};
     std::string bytes;
-    if (::fstat(entry.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-        static_cast<std::size_t>(st.st_size) <= kMaxEntryBytes) {
-      bytes.resize(static_cast<std::size_t>(st.st_size));
-      std::size_t got = 0;
-      while (got < bytes.size()) {
-        ssize_t n = ::read(entry.get(), bytes.data() + got, bytes.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
+    if (::fstat(entry.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+      try {
+        bytes = fs::read_open_file(entry.get(), st, kMaxEntryBytes, name);
+      } catch (const Error&) {  // too large or unreadable: a miss like any other
       }
-      bytes.resize(got);
     }
     if (auto spec = decode_entry(bytes, text, build)) {
       spec->path = path;

@@ -28,36 +28,8 @@
 namespace specshim::fs {
 namespace {
 
-std::string q(const std::filesystem::path& p) { return "`" + p.string() + "`"; }
-
-// read_capped reads an open regular file (st is its fstat) of at most max
-// bytes. It reads up to max+1 bytes whatever st says, so a file that grows
-// after fstat still fails instead of being cut short.
-std::string read_capped(int fd, const struct stat& st, std::size_t max_bytes, const std::string& what) {
-  if (static_cast<std::size_t>(st.st_size) > max_bytes)
-    throw Error("read " + what + ": file is " + std::to_string(st.st_size) + " bytes, the limit is " +
-                std::to_string(max_bytes));
-  // One byte more than fstat said, so a file that grew since is noticed.
-  std::string out;
-  out.resize(std::min(static_cast<std::size_t>(st.st_size), max_bytes) + 1);
-  std::size_t got = 0;
-  for (;;) {
-    if (got == out.size()) {
-      if (out.size() > max_bytes) break;
-      out.resize(std::min(max_bytes + 1, out.size() * 2));
-    }
-    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("read " + what);
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  if (got > max_bytes)
-    throw Error("read " + what + ": file is larger than the limit of " + std::to_string(max_bytes) + " bytes");
-  out.resize(got);
-  return out;
+std::string q(const std::filesystem::path& p) {
+  return "`" + p.string() + "`";
 }
 
 std::string file_type(const struct stat& st) {
@@ -87,13 +59,42 @@ void Fd::reset() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
 }
 
+// It reads up to max+1 bytes whatever st says, so a file that grows after
+// fstat still fails instead of being cut short.
+std::string read_open_file(int fd, const struct stat& st, std::size_t max_bytes, const std::string& what) {
+  if (static_cast<std::size_t>(st.st_size) > max_bytes)
+    throw Error("read " + what + ": file is " + std::to_string(st.st_size) + " bytes, the limit is " +
+                std::to_string(max_bytes));
+  // One byte more than fstat said, so a file that grew since is noticed.
+  std::string out;
+  out.resize(std::min(static_cast<std::size_t>(st.st_size), max_bytes) + 1);
+  std::size_t got = 0;
+  for (;;) {
+    if (got == out.size()) {
+      if (out.size() > max_bytes) break;
+      out.resize(std::min(max_bytes + 1, out.size() * 2));
+    }
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read " + what);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got > max_bytes)
+    throw Error("read " + what + ": file is larger than the limit of " + std::to_string(max_bytes) + " bytes");
+  out.resize(got);
+  return out;
+}
+
 std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) throw_errno("open " + q(path));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat " + q(path));
   if (!S_ISREG(st.st_mode)) throw Error("read " + q(path) + ": not a regular file");
-  return read_capped(fd.get(), st, max_bytes, q(path));
+  return read_open_file(fd.get(), st, max_bytes, q(path));
 }
 
 namespace {
@@ -409,7 +410,7 @@ std::optional<RootFile> read_file_in_root(const std::filesystem::path& root, con
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat " + what);
   if (st.st_dev != file.st.st_dev || st.st_ino != file.st.st_ino || !S_ISREG(st.st_mode))
     throw Error("reopen " + what + ": the file changed while it was opened");
-  file.content = read_capped(fd.get(), st, max_bytes, what);
+  file.content = read_open_file(fd.get(), st, max_bytes, what);
   return file;
 }
 

@@ -68,7 +68,7 @@ void check_cache(const Host& host, const std::string& dir, Check& c) {
     c.add(Status::info, "parse cache " + dir + ": absent (the first create with a CDI request makes it, 0700)");
     return;
   }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077) != 0) {
+  if (!cdi::usable_cache_dir(st, 0)) {
     c.add(Status::warn, "parse cache " + dir +
                             ": not used (not a directory owned by root and closed to group and others): every "
                             "create parses its spec files");

@@ -14,6 +14,9 @@
 // makes a create fail; only files that parsed without error are stored.
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -64,6 +67,11 @@ class ParseCache {
   mutable std::size_t stores_ = 0;
   bool read_only_ = false;
 };
+
+// usable_cache_dir reports whether st (of the cache dir itself, not
+// followed) is a directory of owner closed to group and others: the only
+// kind a create uses. doctor asks it for root, as containerd runs creates.
+bool usable_cache_dir(const struct stat& st, uid_t owner);
 
 // build_id is this binary's ELF build ID in hex ("" when it has none: then
 // nothing is cached). An entry from another build is never used.

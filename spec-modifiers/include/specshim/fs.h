@@ -46,6 +46,11 @@ class Fd {
 // for anything else (missing, directory, FIFO, too large) naming the path.
 std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes);
 
+// read_open_file reads the open regular file fd (st is its fstat) of at most
+// max_bytes; what names it in errors. Throws Error for a larger file or a
+// failed read.
+std::string read_open_file(int fd, const struct stat& st, std::size_t max_bytes, const std::string& what);
+
 // TempFile picks where write_file_atomic writes the new content first:
 // unnamed uses an O_TMPFILE file and falls back to a named temp file when the
 // filesystem or kernel lacks O_TMPFILE; named always uses a named temp file
