@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/spec.h"
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -226,20 +227,27 @@ class SpecWriter {
   // string writes s as nlohmann's dump() does (ensure_ascii off): '"', '\\'
   // and control characters escaped, \u00xx in lower case. A string with a
   // byte past ASCII goes through dump(), which also refuses invalid UTF-8.
-  // Building a serializer per value cost ~100 instructions per output byte.
+  // Building a serializer per value cost ~100 instructions per output byte;
+  // this is one pass and a table lookup per byte.
   void string(const std::string& s) {
-    for (char c : s)
-      if (static_cast<unsigned char>(c) >= 0x80) {
+    static constexpr auto plain = [] {
+      std::array<bool, 256> t{};
+      for (int c = 0x20; c < 0x80; ++c) t[c] = c != '"' && c != '\\';
+      return t;
+    }();
+    std::size_t mark = out_.size();
+    out_ += '"';
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto c = static_cast<unsigned char>(s[i]);
+      if (plain[c]) continue;
+      if (c >= 0x80) {
+        out_.resize(mark);
         out_ += Json(s).dump();
         return;
       }
-    out_ += '"';
-    std::size_t plain = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
-      out_.append(s, plain, i - plain);
-      plain = i + 1;
+      out_.append(s, run, i - run);
+      run = i + 1;
       switch (c) {
         case '"':
           out_ += "\\\"";
@@ -270,7 +278,7 @@ class SpecWriter {
         }
       }
     }
-    out_.append(s, plain, std::string::npos);
+    out_.append(s, run, std::string::npos);
     out_ += '"';
   }
   template <typename Int>

@@ -59,6 +59,7 @@ TEST_CASE("spec writes strings, keys and scalars exactly as nlohmann's dump()") 
     s.json()[v] = v;
   }
   s.json()["utf8 é ✓ 𝄞"] = "é ✓ 𝄞";
+  s.json()["escapes \"\n before é"] = "tab\t quote\" then ✓";  // escaped, then handed to dump()
   s.json()["numbers"] = Json::array({0, -1, std::int64_t{INT64_MIN}, std::uint64_t{UINT64_MAX}, 2.5});
   s.json()["scalars"] = Json::array({true, false, nullptr, Json::object(), Json::array()});
   REQUIRE(s.serialize() == s.json().dump());
