@@ -12,7 +12,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgrpc-dev libabsl-dev libc-ares-dev libre2-dev zlib1g-dev
   runc containerd busybox-static hyperfine
-  clang-14 libclang-rt-14-dev bpftool
+  clang-14 libclang-rt-14-dev bpftool lld valgrind
   iproute2 util-linux procps jq lintian file time
   python3 python3-yaml shellcheck
 )

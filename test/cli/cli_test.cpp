@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "container.h"
 #include "tempdir.h"
@@ -392,18 +394,20 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
+// What a command prints on stdout; it must exit 0.
+static std::string output(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  REQUIRE(::pclose(p) == 0);
+  return out;
+}
+
 TEST_CASE(
     "the specshim binary is linked as configured, constructs no streams at start-up, and unwinds through "
     "PT_GNU_EH_FRAME") {
-  auto output = [](const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    REQUIRE(::pclose(p) == 0);
-    return out;
-  };
   std::string link = SPECSHIM_LINK;
   std::string headers = output("readelf -hlW " SPECSHIM_BINARY);
   INFO("linked " << link);
@@ -425,6 +429,36 @@ TEST_CASE(
   // shim/src/static_unwind.cpp; without it the first throw sorts every FDE.
   CHECK_THAT(output("nm " SPECSHIM_BINARY), Catch::Contains(" T __wrap___register_frame_info"));
 }
+
+#ifdef SPECSHIM_HOT_PATH_LAYOUT
+TEST_CASE("the hot path is laid out first in .text, in shim/hot-path.order, before code it never runs") {
+  // Link order alone puts the shim library (doctor included) before the
+  // modifiers, and libc last.
+  std::map<std::string, unsigned long> address;
+  std::istringstream nm(output("nm --defined-only " SPECSHIM_BINARY));
+  for (std::string line; std::getline(nm, line);) {
+    std::istringstream fields(line);
+    std::string addr, type, name;
+    if (fields >> addr >> type >> name && std::string("TtWw").find(type) != std::string::npos)
+      address[name] = std::stoul(addr, nullptr, 16);
+  }
+  std::istringstream sections(output("readelf -SW " SPECSHIM_BINARY " | sed -n 's/.* \\.text *PROGBITS *//p'"));
+  std::string text_start;
+  REQUIRE(sections >> text_start);
+  unsigned long text = std::stoul(text_start, nullptr, 16);
+  const char* doctor =
+      "_ZN8specshim4shim11doctor_mainERKSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS7_EE";
+  REQUIRE(address.count(doctor));
+  for (const char* hot : {"_ZN8specshim4shim16passthrough_mainERKNS0_8RuncArgsERKSt6vectorINSt7__cxx1112basic_"
+                          "stringIcSt11char_traitsIcESaIcEEESaISA_EE",
+                          "_ZN8specshim4Spec5parseESt17basic_string_viewIcSt11char_traitsIcEE", "execve"}) {
+    INFO(hot);
+    REQUIRE(address.count(hot));
+    CHECK(address[hot] < address[doctor]);
+    CHECK(address[hot] - text < 1024 * 1024);  // the hot path is about 0.5 MiB of 4
+  }
+}
+#endif
 
 TEST_CASE("cdi: the second create reads the spec from the parse cache and writes the same config.json") {
   Cli c;

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Writes shim/hot-path.order: the functions specshim runs on its hot path, in
+# the order lld lays them out at the start of .text (--symbol-ordering-file).
+# Packed together they are touched in a few fault-around windows instead of
+# thirty-odd scattered over 4 MB of code (docs/BENCHMARKS.md, "Code layout").
+#
+# It is a reviewed profile, like the golden files: this script runs each case
+# under callgrind up to the runtime's execve and lists every function that ran,
+# in the order of the cases below (the passthrough first). Rerun it when the hot
+# path changes; `--check` (a ctest) fails when a function the hot path runs is
+# missing from the file.
+# Usage: scripts/hot-path-order.sh [--check] [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
+build=$(realpath "${1:-build}")
+shim="$build/shim/specshim"
+fake="$build/test/fakes/recording_runtime"
+order=shim/hot-path.order
+[ -x "$shim" ] && [ -x "$fake" ] || { echo "hot-path-order: build first: cmake --build $build" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "hot-path-order: needs valgrind (scripts/install-deps.sh)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source scripts/bench-cdi-specs.sh
+
+bundle() {  # dir uid [cdi-devices]
+  mkdir -p "$1/rootfs/etc"
+  printf 'root:x:0:0:root:/root:/bin/sh\n' >"$1/rootfs/etc/passwd"
+  printf 'root:x:0:\n' >"$1/rootfs/etc/group"
+  jq -c --argjson uid "$2" --arg d "${3:-}" '.process.user.uid = $uid | .process.user.gid = $uid
+    | if $d == "" then . else .annotations["cdi.k8s.io/bench"] = $d end' test/bench/cri-config.json >"$1/config.json"
+}
+CDI_FILES=1 make_dir "$work/cdi-1" "example.com/accel"
+make_dir "$work/cdi-50" "example.com/accel"
+for c in plain cdi-1 cdi-50; do
+  printf '[runtime]\npath = "%s"\n' "$fake" >"$work/$c.toml"
+  [ "$c" = plain ] || printf '[cdi]\nspec-dirs = ["%s"]\ncache-dir = "%s"\n' "$work/$c" "$work/cache-$c" >>"$work/$c.toml"
+done
+devices="example.com/accel=0,example.com/accel=1"
+bundle "$work/nochange" 0
+bundle "$work/passwd" 10001
+bundle "$work/cdi2" 0 "$devices"
+bundle "$work/passwd-cdi2" 10001 "$devices"
+
+n=0
+profile() {  # config argv...: the functions one run executes before its execve
+  n=$((n + 1))
+  SPECSHIM_CONFIG="$work/$1.toml" valgrind -q --tool=callgrind --dump-before=execve --demangle=no \
+    --compress-strings=no --callgrind-out-file="$work/cg.$n" "$shim" "${@:2}" >/dev/null 2>"$work/err.$n" ||
+    { echo "hot-path-order: run $n ($*) failed:" >&2; cat "$work/err.$n" >&2; exit 1; }
+  # The dump before execve is cg.N.1; cg.N (what ran after it) stays empty.
+  sed -n -E "s/^c?fn=//p" "$work/cg.$n.1" | sed -E "s/'[0-9]+$//" | grep -v -E '^0x|^\(below main\)$' >>"$work/functions"
+}
+create() { profile "$1" --log "$work/log.json" --log-format json create --bundle "$work/$2" id; }
+: >"$work/functions"
+profile plain state id
+create plain nochange
+create plain passwd
+create cdi-1 cdi2            # parse cache miss: parsed, stored
+bundle "$work/cdi2" 0 "$devices"
+create cdi-1 cdi2            # cache hit
+create cdi-50 passwd-cdi2    # 49 other vendors' files beside it
+profile plain --log "$work/log.json" --log-format json run --bundle "$work/nochange" id
+echo execve >>"$work/functions"  # where each profile stops: the runtime's exec itself
+awk '!seen[$0]++' "$work/functions" >"$work/order"
+
+header="# specshim's hot path, in layout order: written by scripts/hot-path-order.sh, reviewed like a golden file."
+if [ "$check" = 1 ]; then
+  missing=$(grep -v '^#' "$order" | sort -u | comm -13 - <(sort -u "$work/order"))
+  if [ -n "$missing" ]; then
+    echo "hot-path-order: $(wc -l <<<"$missing") function(s) on the hot path are not in $order:" >&2
+    head -20 <<<"$missing" >&2
+    echo "rerun scripts/hot-path-order.sh and review the diff" >&2
+    exit 1
+  fi
+  echo "hot-path-order: all $(wc -l <"$work/order") hot-path functions are in $order"
+else
+  { echo "$header"; cat "$work/order"; } >"$order"
+  echo "hot-path-order: $(wc -l <"$work/order") functions written to $order"
+fi
