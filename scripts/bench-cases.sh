@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by scripts/bench.sh (which defines $build, $work, $fake, $shim,
-# make_bundle, create_cmd, bench, bench_prepared, hyperfine_case and row):
+# make_bundle, cdi_bundle (scripts/bench-bundles.sh), create_cmd, bench, bench_prepared, hyperfine_case and row):
 # more cases from components.
 # Each block appends commands to extra_cases and table rows to extra_rows.
 
@@ -86,11 +86,6 @@ CDI_FILES=1 make_dir "$work/cdi-1" "example.com/accel"
 make_dir "$work/cdi-50" "example.com/accel"
 cdi_conf() {  # name spec-dir
   printf '[runtime]\npath = "%s"\n\n[cdi]\nspec-dirs = ["%s"]\n' "$fake" "$2" >"$work/$1.toml"
-}
-cdi_bundle() {  # dir uid devices
-  make_bundle "$1" "$2"
-  jq -c --arg d "$3" '.annotations["cdi.k8s.io/bench"] = $d' "$1/config.orig" >"$1/config.json"
-  cp "$1/config.json" "$1/config.orig"
 }
 cdi_conf cdi-1 "$work/cdi-1"
 cdi_conf cdi-50 "$work/cdi-50"

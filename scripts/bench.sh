@@ -29,14 +29,7 @@ disk=$(mktemp -d /var/tmp/specshim-bench-disk-XXXXXX)
 trap 'rm -rf "$work" "$disk"' EXIT
 runs=${BENCH_RUNS:-300}
 
-# A bundle with CRI's config.json (uid 0: nothing to change) and a busybox-like rootfs.
-make_bundle() {  # dir uid
-  mkdir -p "$1/rootfs/etc"
-  printf 'root:x:0:0:root:/root:/bin/sh\n' > "$1/rootfs/etc/passwd"
-  printf 'root:x:0:\n' > "$1/rootfs/etc/group"
-  jq -c --argjson uid "$2" '.process.user.uid = $uid | .process.user.gid = $uid' test/bench/cri-config.json > "$1/config.json"
-  cp "$1/config.json" "$1/config.orig"
-}
+source scripts/bench-bundles.sh  # make_bundle, cdi_bundle
 make_bundle "$work/nochange" 0
 make_bundle "$work/passwd" 10001
 make_bundle "$disk/passwd" 10001

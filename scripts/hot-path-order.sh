@@ -22,15 +22,9 @@ order=shim/hot-path.order
 command -v valgrind >/dev/null || { echo "hot-path-order: needs valgrind (scripts/install-deps.sh)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-source scripts/bench-cdi-specs.sh
+source scripts/bench-cdi-specs.sh  # make_dir
+source scripts/bench-bundles.sh    # make_bundle, cdi_bundle: the benchmark's bundles
 
-bundle() {  # dir uid [cdi-devices]
-  mkdir -p "$1/rootfs/etc"
-  printf 'root:x:0:0:root:/root:/bin/sh\n' >"$1/rootfs/etc/passwd"
-  printf 'root:x:0:\n' >"$1/rootfs/etc/group"
-  jq -c --argjson uid "$2" --arg d "${3:-}" '.process.user.uid = $uid | .process.user.gid = $uid
-    | if $d == "" then . else .annotations["cdi.k8s.io/bench"] = $d end' test/bench/cri-config.json >"$1/config.json"
-}
 CDI_FILES=1 make_dir "$work/cdi-1" "example.com/accel"
 make_dir "$work/cdi-50" "example.com/accel"
 for c in plain cdi-1 cdi-50; do
@@ -38,10 +32,10 @@ for c in plain cdi-1 cdi-50; do
   [ "$c" = plain ] || printf '[cdi]\nspec-dirs = ["%s"]\ncache-dir = "%s"\n' "$work/$c" "$work/cache-$c" >>"$work/$c.toml"
 done
 devices="example.com/accel=0,example.com/accel=1"
-bundle "$work/nochange" 0
-bundle "$work/passwd" 10001
-bundle "$work/cdi2" 0 "$devices"
-bundle "$work/passwd-cdi2" 10001 "$devices"
+make_bundle "$work/nochange" 0
+make_bundle "$work/passwd" 10001
+cdi_bundle "$work/cdi2" 0 "$devices"
+cdi_bundle "$work/passwd-cdi2" 10001 "$devices"
 
 n=0
 profile() {  # config argv...: the functions one run executes before its execve
@@ -58,7 +52,7 @@ profile plain state id
 create plain nochange
 create plain passwd
 create cdi-1 cdi2            # parse cache miss: parsed, stored
-bundle "$work/cdi2" 0 "$devices"
+cp "$work/cdi2/config.orig" "$work/cdi2/config.json"
 create cdi-1 cdi2            # cache hit
 create cdi-50 passwd-cdi2    # 49 other vendors' files beside it
 profile plain --log "$work/log.json" --log-format json run --bundle "$work/nochange" id
