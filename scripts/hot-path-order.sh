@@ -6,7 +6,8 @@
 #
 # It is a reviewed profile, like the golden files: this script runs each case
 # under callgrind up to the runtime's execve and lists every function that ran,
-# in the order of the cases below (the passthrough first). Rerun it when the hot
+# case by case in the order below (the passthrough first), sorted by name within
+# a case, so the file depends only on what runs. Rerun it when the hot
 # path changes; `--check` (a ctest) fails when a function the hot path runs is
 # missing from the file.
 # Usage: scripts/hot-path-order.sh [--check] [build-dir]
@@ -44,7 +45,10 @@ profile() {  # config argv...: the functions one run executes before its execve
     --compress-strings=no --callgrind-out-file="$work/cg.$n" "$shim" "${@:2}" >/dev/null 2>"$work/err.$n" ||
     { echo "hot-path-order: run $n ($*) failed:" >&2; cat "$work/err.$n" >&2; exit 1; }
   # The dump before execve is cg.N.1; cg.N (what ran after it) stays empty.
-  sed -n -E "s/^c?fn=//p" "$work/cg.$n.1" | sed -E "s/'[0-9]+$//" | grep -v -E '^0x|^\(below main\)$' >>"$work/functions"
+  # Sorted by name within a case: callgrind lists functions in the binary's
+  # own layout, so unsorted the file would change each time it is relinked.
+  sed -n -E "s/^c?fn=//p" "$work/cg.$n.1" | sed -E "s/'[0-9]+$//" | grep -v -E '^0x|^\(below main\)$' |
+    LC_ALL=C sort -u >>"$work/functions"
 }
 create() { profile "$1" --log "$work/log.json" --log-format json create --bundle "$work/$2" id; }
 : >"$work/functions"
