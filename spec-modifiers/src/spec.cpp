@@ -5,130 +5,11 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
-#include <vector>
 
+#include "json_reader.h"
 #include "specshim/error.h"
 
 namespace specshim {
-namespace {
-
-std::string escape_pointer_token(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
-// DomBuilder is a SAX consumer that builds the ordered DOM and remembers the
-// input text of floating-point numbers that would not print back the same.
-class DomBuilder {
- public:
-  explicit DomBuilder(Json& root, std::map<std::string, std::string>& raw) : root_(root), raw_(raw) {}
-
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool v) { return put(Json(v)); }
-  bool number_integer(std::int64_t v) { return put(Json(v)); }
-  bool number_unsigned(std::uint64_t v) { return put(Json(v)); }
-  bool number_float(double v, const std::string& text) {
-    Json j(v);
-    if (j.dump() != text) raw_[pointer()] = text;
-    return put(std::move(j));
-  }
-  bool string(std::string& v) { return put(Json(std::move(v))); }
-  bool binary(Json::binary_t&) { return false; }
-  bool start_object(std::size_t) {
-    Json* v = place(Json(Json::value_t::object));
-    stack_.push_back({v, {}, 0});
-    return true;
-  }
-  bool key(std::string& k) {
-    // Members are pair<const std::string, Json>: a vector that grows copies
-    // every key it holds. OCI objects have up to ~12 members; an empty
-    // object reserves nothing.
-    auto& members = stack_.back().value->get_ref<Json::object_t&>();
-    if (members.empty()) members.reserve(kObjectReserve);
-    stack_.back().key = std::move(k);
-    return true;
-  }
-  bool end_object() {
-    stack_.pop_back();
-    advance();
-    return true;
-  }
-  bool start_array(std::size_t) {
-    Json* v = place(Json(Json::value_t::array));
-    stack_.push_back({v, {}, 0});
-    return true;
-  }
-  bool end_array() {
-    stack_.pop_back();
-    advance();
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
-    throw Error(json_cause(ex));
-  }
-
- private:
-  static constexpr std::size_t kObjectReserve = 12;
-
-  struct Frame {
-    Json* value;
-    std::string key;
-    std::size_t index;
-  };
-
-  std::string pointer() const {
-    std::string p;
-    for (const auto& f : stack_) {
-      p += '/';
-      p += f.value->is_object() ? escape_pointer_token(f.key) : std::to_string(f.index);
-    }
-    return p;
-  }
-  Json* place(Json v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return &root_;
-    }
-    Frame& top = stack_.back();
-    if (top.value->is_object()) {
-      // A repeated key keeps its first place, last value wins (as Go).
-      auto& members = top.value->get_ref<Json::object_t&>();
-      for (auto& [key, value] : members)
-        if (key == top.key) {
-          value = std::move(v);
-          return &value;
-        }
-      // pointer() reads the keys of the open frames: a key whose value is
-      // an object or array stays there until that value ends.
-      std::string key = v.is_structured() ? top.key : std::move(top.key);
-      return &members.emplace_back(std::move(key), std::move(v)).second;
-    }
-    top.value->push_back(std::move(v));
-    return &top.value->back();
-  }
-  bool put(Json v) {
-    place(std::move(v));
-    advance();
-    return true;
-  }
-  void advance() {
-    if (!stack_.empty() && stack_.back().value->is_array()) ++stack_.back().index;
-  }
-
-  Json& root_;
-  std::map<std::string, std::string>& raw_;
-  std::vector<Frame> stack_;
-};
-
-}  // namespace
 
 class SpecWriter {
  public:
@@ -163,7 +44,7 @@ class SpecWriter {
           string(it.key());
           out_ += s_.indent_ < 0 ? ":" : ": ";
           std::size_t mark = path_.size();
-          if (track_) (path_ += '/') += escape_pointer_token(it.key());
+          if (track_) (path_ += '/') += detail::pointer_token(it.key());
           value(it.value(), depth + 1);
           path_.resize(mark);
         }
@@ -295,8 +176,7 @@ class SpecWriter {
 
 Spec Spec::parse(std::string_view text) {
   Spec s;
-  DomBuilder builder(s.doc_, s.raw_numbers_);
-  Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, true, false);
+  detail::read_json(text, s.doc_, s.raw_numbers_);
   if (!s.doc_.is_object()) throw Error("spec is not a JSON object");
 
   // Style: the whitespace before the first member tells the indentation.

@@ -178,7 +178,7 @@ TEST_CASE("bad config.json fails the create: error in --log, runtime not run, fi
   auto k = GENERATE(values<Case>({
       {"malformed", "{\"a\": [1, 2}", "parse `"},
       {"not an object", "[1,2]", "spec is not a JSON object"},
-      {"non-UTF-8", "{\"a\": \"\xc3\x28\"}", "invalid string: ill-formed UTF-8 byte"},
+      {"non-UTF-8", "{\"a\": \"\xc3\x28\"}", "line 1, column 8: invalid UTF-8 in a string, found bytes 0xC3 0x28"},
       {"empty", "", "parse `"},
       {"oversized", std::string(16 * 1024 * 1024 + 1, ' '), "the limit is 16777216"},
   }));
