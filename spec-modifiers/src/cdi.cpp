@@ -328,6 +328,7 @@ class Cdi : public Modifier {
   }
 
   std::string_view name() const override { return "cdi"; }
+  bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
     std::vector<std::string> requested = requested_devices(spec);

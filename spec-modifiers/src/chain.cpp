@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "specshim/error.h"
 #include "specshim/log.h"
@@ -17,33 +18,48 @@ Chain::Chain(std::vector<std::unique_ptr<Modifier>> modifiers, int max_passes)
 ChainResult Chain::run(Spec& spec, Context& ctx) const {
   ChainResult result;
   std::vector<std::string> last_changed;
-  // One copy of the spec, and one more after each change: most modifiers
-  // change nothing, and comparing costs no allocation. After each modifier
-  // `before` equals the spec, so a pass starts with the copy the last one
-  // ended with. The copy made before the first change is kept as
+  // The spec is watched while a modifier runs: a copy is made only when the
+  // modifier asks for non-const access, and only then is it compared. Most
+  // modifiers only read. The copy made before the first change is kept as
   // result.original.
-  Json before = spec.json();
+  //
+  // An idempotent modifier that already ran on the spec and context as they
+  // are now would change nothing: it is not run again. changes counts the
+  // changes so far; ran_at[i] is that count when modifier i last ran. In a
+  // create where cdi alone changes the spec, the second pass runs only the
+  // modifiers before it.
+  int changes = 0;
+  std::vector<int> ran_at(modifiers_.size(), -1);
   for (int pass = 1; pass <= max_passes_; ++pass) {
     ctx.pass = pass;
     result.passes = pass;
     last_changed.clear();
-    for (const auto& m : modifiers_) {
+    for (std::size_t i = 0; i < modifiers_.size(); ++i) {
+      const auto& m = modifiers_[i];
+      if (ran_at[i] == changes && m->idempotent()) continue;
       auto files_before = ctx.bundle_files.size();
+      spec.watch();
       try {
         m->apply(spec, ctx);
       } catch (...) {
+        spec.watched();
         std::throw_with_nested(Error(std::string(m->name())));
       }
-      if (spec.json() == before && ctx.bundle_files.size() == files_before) continue;
+      std::optional<Json> before = spec.watched();
+      const Json& now = std::as_const(spec).json();
+      if ((!before || *before == now) && ctx.bundle_files.size() == files_before) {
+        ran_at[i] = changes;
+        continue;
+      }
+      ran_at[i] = ++changes;
       std::string change = m->last_change();
       last_changed.push_back(std::string(m->name()) + (change.empty() ? "" : " (" + change + ")"));
       if (std::find(result.changed_by.begin(), result.changed_by.end(), m->name()) == result.changed_by.end())
         result.changed_by.emplace_back(m->name());
       if (log::enabled(log::Level::debug))
-        log::debug("pass {}: {} changed {}", pass, m->name(), Json::diff(before, spec.json()).dump());
-      // The first change is in pass 1, so `before` is still the spec as it came in.
-      if (!result.original) result.original = std::move(before);
-      before = spec.json();
+        log::debug("pass {}: {} changed {}", pass, m->name(), Json::diff(before ? *before : now, now).dump());
+      // Nothing changed before the first change, so `before` is the spec as it came in.
+      if (!result.original) result.original = before ? std::move(*before) : now;
     }
     if (last_changed.empty()) return result;
   }

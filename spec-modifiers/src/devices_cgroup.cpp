@@ -118,18 +118,19 @@ struct Entry {
   char type;  // b, c, u or p
   std::int64_t major;
   std::int64_t minor;
+  Json fill = Json::object();  // what the entry left out, from the host node
 };
 
-// read_entry validates linux.devices[i] and fills what it leaves out (type,
-// major, minor) from the host node at its path, writing the filled values
-// back so runc sees a complete entry.
-Entry read_entry(Json& j, const std::string& where, bool follow_outside_dev) {
+// read_entry validates linux.devices[i] and finds what it leaves out (type,
+// major, minor) from the host node at its path, for the caller to write back
+// so runc sees a complete entry.
+Entry read_entry(const Json& j, const std::string& where, bool follow_outside_dev) {
   if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
   auto p = j.find("path");
   if (p == j.end() || !p->is_string() || p->get_ref<const std::string&>().empty() ||
       p->get_ref<const std::string&>()[0] != '/' || contains_control(p->get_ref<const std::string&>()))
     throw Error("`" + where + ".path`: want an absolute path");
-  Entry e{p->get<std::string>(), 0, 0, 0};
+  Entry e{p->get<std::string>(), 0, 0, 0, Json::object()};
   std::string type;
   if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
     if (!t->is_string()) throw Error("`" + where + ".type`: " + t->dump() + " is not b, c, u or p");
@@ -150,9 +151,9 @@ Entry read_entry(Json& j, const std::string& where, bool follow_outside_dev) {
     std::string host_type(1, h.type);
     if (!type.empty() && type != host_type && !(type == "u" && host_type == "c"))
       throw Error("`" + where + "` (" + e.path + "): type " + type + ", but the host node is of type " + host_type);
-    if (type.empty()) j["type"] = type = host_type;
-    if (type != "p" && !major) j["major"] = *(major = h.major);
-    if (type != "p" && !minor) j["minor"] = *(minor = h.minor);
+    if (type.empty()) e.fill["type"] = type = host_type;
+    if (type != "p" && !major) e.fill["major"] = *(major = h.major);
+    if (type != "p" && !minor) e.fill["minor"] = *(minor = h.minor);
   }
   e.type = type[0];
   e.major = major.value_or(0);
@@ -165,18 +166,24 @@ class DevicesCgroup : public Modifier {
   explicit DevicesCgroup(bool follow_outside_dev) : follow_outside_dev_(follow_outside_dev) {}
 
   std::string_view name() const override { return "devices-cgroup"; }
+  bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context&) override {
     std::vector<Rule> rules = read_rules(spec);
     const Json* found = spec.find({"linux", "devices"});
     if (!found || found->is_null() || (found->is_array() && found->empty())) return;
-    Json& devices = spec.array_at({"linux", "devices"});
+    // Read through a const reference and written only where something is
+    // added: non-const access makes the chain copy the spec to compare it,
+    // and most creates add nothing.
+    const Json& devices = found->is_array() ? *found : spec.array_at({"linux", "devices"});  // throws: wrong type
     bool all = allows_all(rules);
     // Appended only after the loop: creating linux.resources inserts into the
     // `linux` object, which would leave `devices` dangling mid-iteration.
     std::vector<Json> additions;
+    std::vector<std::pair<std::size_t, Json>> fills;  // by index in linux.devices
     for (std::size_t i = 0; i < devices.size(); ++i) {
       Entry e = read_entry(devices[i], at("linux.devices", i), follow_outside_dev_);
+      if (!e.fill.empty()) fills.emplace_back(i, std::move(e.fill));
       if (all || e.type == 'p') continue;
       char type = e.type == 'u' ? 'c' : e.type;
       std::string wanted = "rwm";
@@ -197,6 +204,11 @@ class DevicesCgroup : public Modifier {
       rules.push_back(added);
       additions.push_back(Json{
           {"allow", true}, {"type", std::string(1, type)}, {"major", e.major}, {"minor", e.minor}, {"access", wanted}});
+    }
+    if (!fills.empty()) {
+      Json& entries = spec.array_at({"linux", "devices"});
+      for (auto& [i, fill] : fills)
+        for (auto& [key, value] : fill.items()) entries[i][key] = std::move(value);
     }
     if (additions.empty()) return;
     Json& allow = spec.array_at({"linux", "resources", "devices"});

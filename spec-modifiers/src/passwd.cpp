@@ -315,6 +315,7 @@ class PasswdModifier : public Modifier {
  public:
   explicit PasswdModifier(Options o) : opt_(std::move(o)) {}
   std::string_view name() const override { return "passwd"; }
+  bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
     Overrides over = overrides(spec, opt_.allow_annotations);

@@ -242,10 +242,12 @@ Json& walk_create(Json& doc, std::initializer_list<std::string_view> path, Json:
 }  // namespace
 
 Json& Spec::object_at(std::initializer_list<std::string_view> path) {
+  touch();
   return walk_create(doc_, path, Json::value_t::object);
 }
 
 Json& Spec::array_at(std::initializer_list<std::string_view> path) {
+  touch();
   return walk_create(doc_, path, Json::value_t::array);
 }
 

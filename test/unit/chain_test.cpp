@@ -9,26 +9,43 @@ using namespace specshim;
 
 namespace {
 
-// Counter sets /n to min(n+1, limit): it converges after `limit` passes.
-class Counter : public Modifier {
+// Follower sets /name to min(/source + 1, limit). It is idempotent, as every
+// modifier must be, but two that follow each other take several passes.
+class Follower : public Modifier {
  public:
-  Counter(std::string name, int limit) : name_(std::move(name)), limit_(limit) {}
+  Follower(std::string name, std::string source, int limit, int* applied = nullptr)
+      : name_(std::move(name)), source_(std::move(source)), limit_(limit), applied_(applied) {}
   std::string_view name() const override { return name_; }
+  bool idempotent() const override { return true; }
   void apply(Spec& spec, Context&) override {
-    int n = spec.json().value(name_, 0);
-    if (n < limit_) spec.json()[name_] = n + 1;
+    if (applied_) ++*applied_;
+    int n = std::min(spec.json().value(source_, 0) + 1, limit_);
+    if (spec.json().value(name_, -1) != n) spec.json()[name_] = n;
   }
 
  private:
-  std::string name_;
+  std::string name_, source_;
   int limit_;
+  int* applied_;
 };
 
-// Describer is a Counter that says what it changed last.
-class Describer : public Counter {
+// Setter sets /x to its value: two of them never agree.
+class Setter : public Modifier {
  public:
-  using Counter::Counter;
-  std::string last_change() const override { return "set it to the next number"; }
+  Setter(std::string name, int value) : name_(std::move(name)), value_(value) {}
+  std::string_view name() const override { return name_; }
+  void apply(Spec& spec, Context&) override { spec.json()["x"] = value_; }
+
+ private:
+  std::string name_;
+  int value_;
+};
+
+// Describer is a Setter that says what it changed last.
+class Describer : public Setter {
+ public:
+  using Setter::Setter;
+  std::string last_change() const override { return "set it to its number"; }
 };
 
 class Thrower : public Modifier {
@@ -47,50 +64,75 @@ std::vector<std::unique_ptr<Modifier>> mods(std::unique_ptr<Modifier> a, std::un
 }  // namespace
 
 TEST_CASE("chain runs until a whole pass changes nothing") {
-  Chain chain(mods(std::make_unique<Counter>("a", 3), std::make_unique<Counter>("b", 1)));
+  Chain chain(mods(std::make_unique<Follower>("a", "b", 3), std::make_unique<Follower>("b", "a", 3)));
   Spec spec = Spec::parse("{}");
   Context ctx;
   ChainResult r = chain.run(spec, ctx);
-  REQUIRE(spec.json()["a"] == 3);
-  REQUIRE(spec.json()["b"] == 1);
-  REQUIRE(r.passes == 4);  // three changing passes, one quiet one
+  // {} -> a=1 b=2 -> a=3 b=3 -> quiet
+  REQUIRE(spec.json() == Json::parse(R"({"a": 3, "b": 3})"));
+  REQUIRE(r.passes == 3);
   REQUIRE(r.changed_by == std::vector<std::string>{"a", "b"});
   REQUIRE(r.original == Json::object());  // the spec as it came in, kept from before the first change
 }
 
+TEST_CASE("chain does not run a modifier again while nothing changed since it ran") {
+  int first = 0, second = 0;
+  SECTION("the last one to change is not run on its own output") {
+    // Pass 1: `a` sets a=1, `quiet` changes nothing. Pass 2 has nothing to run.
+    Chain chain(
+        mods(std::make_unique<Follower>("a", "x", 5, &first), std::make_unique<Follower>("quiet", "q", 0, &second)));
+    Spec spec = Spec::parse(R"({"quiet": 0})");
+    Context ctx;
+    ChainResult r = chain.run(spec, ctx);
+    REQUIRE(spec.json()["a"] == 1);
+    REQUIRE(r.passes == 2);
+    REQUIRE(first == 1);
+    REQUIRE(second == 1);
+  }
+  SECTION("a modifier before the change runs again") {
+    Chain chain(
+        mods(std::make_unique<Follower>("quiet", "q", 0, &first), std::make_unique<Follower>("a", "x", 5, &second)));
+    Spec spec = Spec::parse(R"({"quiet": 0})");
+    Context ctx;
+    ChainResult r = chain.run(spec, ctx);
+    REQUIRE(r.passes == 2);
+    REQUIRE(first == 2);
+    REQUIRE(second == 1);
+  }
+}
+
 TEST_CASE("chain keeps the original from before the first change, even when a later modifier changes first") {
-  Chain chain(mods(std::make_unique<Counter>("a", 0), std::make_unique<Counter>("b", 2)));
-  Spec spec = Spec::parse(R"({"x": 1})");
+  Chain chain(mods(std::make_unique<Follower>("a", "a", 0), std::make_unique<Follower>("b", "c", 2)));
+  Spec spec = Spec::parse(R"({"x": 1, "a": 0})");
   Context ctx;
   ChainResult r = chain.run(spec, ctx);
-  REQUIRE(r.original == Json::parse(R"({"x": 1})"));
-  REQUIRE(spec.json() == Json::parse(R"({"x": 1, "b": 2})"));
+  REQUIRE(r.original == Json::parse(R"({"x": 1, "a": 0})"));
+  REQUIRE(spec.json() == Json::parse(R"({"x": 1, "a": 0, "b": 1})"));
 }
 
 TEST_CASE("chain that changes nothing reports one pass") {
-  Chain chain(mods(std::make_unique<Counter>("a", 0)));
-  Spec spec = Spec::parse("{}");
+  Chain chain(mods(std::make_unique<Follower>("a", "a", 0)));
+  Spec spec = Spec::parse(R"({"a": 0})");
   Context ctx;
   ChainResult r = chain.run(spec, ctx);
   REQUIRE(r.passes == 1);
   REQUIRE_FALSE(r.original);  // no copy kept when nothing changed
-  REQUIRE(spec.json() == Json::object());
+  REQUIRE(spec.json() == Json::parse(R"({"a": 0})"));
 }
 
 TEST_CASE("chain non-convergence names the modifiers still changing") {
-  Chain chain(mods(std::make_unique<Counter>("spot", 100), std::make_unique<Counter>("done", 1)), 5);
+  Chain chain(mods(std::make_unique<Setter>("one", 1), std::make_unique<Setter>("two", 2)), 5);
   Spec spec = Spec::parse("{}");
   Context ctx;
-  REQUIRE_THROWS_WITH(chain.run(spec, ctx), "spec did not converge after 5 passes; still changing it: spot");
+  REQUIRE_THROWS_WITH(chain.run(spec, ctx), "spec did not converge after 5 passes; still changing it: one, two");
 }
 
 TEST_CASE("chain non-convergence quotes what a modifier says it changed") {
-  Chain chain(mods(std::make_unique<Describer>("spot", 100), std::make_unique<Counter>("more", 100)), 2);
+  Chain chain(mods(std::make_unique<Describer>("spot", 1), std::make_unique<Setter>("more", 2)), 2);
   Spec spec = Spec::parse("{}");
   Context ctx;
-  REQUIRE_THROWS_WITH(
-      chain.run(spec, ctx),
-      "spec did not converge after 2 passes; still changing it: spot (set it to the next number), more");
+  REQUIRE_THROWS_WITH(chain.run(spec, ctx),
+                      "spec did not converge after 2 passes; still changing it: spot (set it to its number), more");
 }
 
 TEST_CASE("chain errors carry the modifier's name") {

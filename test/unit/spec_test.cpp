@@ -2,6 +2,7 @@
 #include "specshim/spec.h"
 
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "specshim/error.h"
 
@@ -80,4 +81,34 @@ TEST_CASE("spec typed accessors create on demand and refuse wrong types") {
   REQUIRE_THROWS_WITH(s.array_at({"linux", "devices"}), Catch::Contains("linux.devices"));
   REQUIRE(s.find({"linux", "nope"}) == nullptr);
   REQUIRE(s.annotation("x") == std::nullopt);
+}
+
+TEST_CASE("spec watch: a copy only on the first non-const access") {
+  Spec s = Spec::parse(R"({"a":1,"b":[2]})");
+  SECTION("reads through const access copy nothing") {
+    s.watch();
+    REQUIRE(std::as_const(s).json()["a"] == 1);
+    REQUIRE(s.find({"b"}) != nullptr);
+    REQUIRE(s.annotation("x") == std::nullopt);
+    REQUIRE_FALSE(s.watched());
+  }
+  SECTION("each non-const accessor copies the document as it was, once") {
+    for (int which = 0; which < 3; ++which) {
+      Spec t = s;
+      t.watch();
+      if (which == 0) t.json()["a"] = 5;
+      if (which == 1) t.object_at({"c"})["d"] = true;
+      if (which == 2) t.array_at({"b"}).push_back(3);
+      t.json()["e"] = "later";  // a second access keeps the first copy
+      auto before = t.watched();
+      REQUIRE(before);
+      REQUIRE(*before == Json::parse(R"({"a":1,"b":[2]})"));
+      REQUIRE_FALSE(t.watched());
+    }
+  }
+  SECTION("outside a watch nothing is copied") {
+    s.json()["a"] = 2;
+    s.watch();
+    REQUIRE_FALSE(s.watched());
+  }
 }

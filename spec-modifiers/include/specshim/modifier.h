@@ -49,8 +49,9 @@ struct Context {
 ContainerKind kind_of(const Spec& spec);
 
 // Modifier changes a spec for one concern. Contract:
-//  - apply is idempotent: applying it to its own output changes nothing, so
-//    the chain can run it to a fixed point;
+//  - apply converges: run on its own output it changes nothing, or moves on
+//    towards a fixed point the chain reaches in a few passes (device-plugin
+//    follows, in the next pass, an annotation it added itself);
 //  - it touches only the fields it owns and keeps everything else as it is;
 //  - it throws specshim::Error with an actionable message on failure;
 //  - collaborators (config, clients) come in through the constructor.
@@ -65,6 +66,10 @@ class Modifier {
   // terms ("merged `nvidia.com/gpu` GPU-1"); the chain quotes it when the
   // spec does not converge. Empty: nothing to add to the modifier's name.
   virtual std::string last_change() const { return {}; }
+  // idempotent is true when apply, run on its own output with the same
+  // context, never changes anything. The chain does not run such a modifier
+  // again while nothing changed since it last ran.
+  virtual bool idempotent() const { return false; }
 };
 
 }  // namespace specshim

@@ -2,12 +2,12 @@
 // Spec is an OCI runtime spec (config.json) held as a lossless JSON DOM.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace specshim {
 
@@ -25,7 +25,10 @@ class Spec {
   // parse reads a JSON document. Throws Error naming line and column.
   static Spec parse(std::string_view text);
 
-  Json& json() { return doc_; }
+  Json& json() {
+    touch();
+    return doc_;
+  }
   const Json& json() const { return doc_; }
 
   // serialize writes the document in the input's style (compact, or the
@@ -45,8 +48,27 @@ class Spec {
   Json& array_at(std::initializer_list<std::string_view> path);
   const Json* find(std::initializer_list<std::string_view> path) const;
 
+  // A watch lets the chain compare only what a modifier may have changed:
+  // after watch(), the first non-const access (json(), object_at, array_at)
+  // first copies the document as it is. watched() ends the watch and returns
+  // that copy, or nullopt when there was no such access, so no change.
+  void watch() {
+    watching_ = true;
+    snapshot_.reset();
+  }
+  std::optional<Json> watched() {
+    watching_ = false;
+    return std::exchange(snapshot_, std::nullopt);
+  }
+
  private:
+  void touch() {
+    if (watching_ && !snapshot_) snapshot_.emplace(doc_);
+  }
+
   Json doc_;
+  bool watching_ = false;
+  std::optional<Json> snapshot_;
   int indent_ = -1;  // -1: compact
   char indent_char_ = ' ';
   bool trailing_newline_ = false;
