@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "specshim/error.h"
+#include "specshim/fs.h"
 #include "specshim/log.h"
 
 namespace specshim::cdi {
@@ -241,20 +242,16 @@ bool is_entry_name(std::string_view name) {
 // evict removes the oldest entries (by mtime) when dir holds more than
 // kMaxCacheEntries, down to half of that. Best effort: errors are ignored.
 void evict(int dirfd) {
-  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return;
-  }
+  fs::Fd fd(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::vector<fs::DirEntry> names;
+  if (!fd || !fs::list_directory(fd.get(), names)) return;
   std::vector<std::pair<std::int64_t, std::string>> entries;
-  while (dirent* e = ::readdir(d)) {
+  for (auto& e : names) {
     struct stat st {};
-    if (!is_entry_name(e->d_name) || ::fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    entries.emplace_back(static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, e->d_name);
+    if (!is_entry_name(e.name) || ::fstatat(dirfd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    entries.emplace_back(static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                         std::move(e.name));
   }
-  ::closedir(d);
   if (entries.size() <= kMaxCacheEntries) return;
   std::sort(entries.begin(), entries.end());
   for (std::size_t i = 0; i < entries.size() - kMaxCacheEntries / 2; ++i)

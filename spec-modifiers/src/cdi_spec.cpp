@@ -4,6 +4,7 @@
 // container-edits.go, specs-go/version.go), and scanning spec directories
 // (pkg/cdi/spec-dirs.go, cache.go).
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -580,16 +581,14 @@ bool has_spec_extension(std::string_view name) {
 // followed.
 std::vector<std::string> list_spec_files(const std::string& dir, std::string& error) {
   std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) {
+  fs::Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::vector<fs::DirEntry> entries;
+  if (!fd || !fs::list_directory(fd.get(), entries)) {
     if (errno != ENOENT) error = "read spec dir `" + dir + "`: " + std::strerror(errno);
     return names;
   }
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_type == DT_DIR || !has_spec_extension(e->d_name)) continue;
-    names.emplace_back(e->d_name);
-  }
-  ::closedir(d);
+  for (auto& e : entries)
+    if (e.type != DT_DIR && has_spec_extension(e.name)) names.push_back(std::move(e.name));
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -245,29 +245,35 @@ std::optional<pid_t> temp_file_owner(std::string_view entry) {
   return static_cast<pid_t>(value);
 }
 
+bool list_directory(int dirfd, std::vector<DirEntry>& entries) {
+  alignas(dirent64) char buf[8192];
+  for (;;) {
+    ssize_t n = ::getdents64(dirfd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) return true;
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buf + at);
+      at += e->d_reclen;
+      std::string_view name(e->d_name);
+      if (name != "." && name != "..") entries.push_back({std::string(name), e->d_type});
+    }
+  }
+}
+
 std::vector<std::string> remove_stale_temps(const std::filesystem::path& dir) {
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dfd) throw_errno("open bundle directory " + q(dir));
+  std::vector<DirEntry> entries;
+  if (!list_directory(dfd.get(), entries)) throw_errno("list bundle directory " + q(dir));
   std::vector<std::string> stale;
-  {
-    // fdopendir takes over its own descriptor; dfd stays for the unlinks.
-    int list_fd = ::fcntl(dfd.get(), F_DUPFD_CLOEXEC, 0);
-    DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
-    if (!d) {
-      int err = errno;
-      if (list_fd >= 0) ::close(list_fd);
-      throw_errno("list bundle directory " + q(dir), err);
-    }
-    std::unique_ptr<DIR, int (*)(DIR*)> closer(d, ::closedir);
-    errno = 0;
-    while (const dirent* e = ::readdir(d)) {
-      std::optional<pid_t> owner = temp_file_owner(e->d_name);
-      // The writer is gone, or is this process, which has no write in flight
-      // while it scans. A live writer (or a reused pid) keeps its file.
-      if (owner && (*owner == ::getpid() || (::kill(*owner, 0) != 0 && errno == ESRCH))) stale.emplace_back(e->d_name);
-      errno = 0;
-    }
-    if (errno != 0) throw_errno("list bundle directory " + q(dir));
+  for (const auto& e : entries) {
+    std::optional<pid_t> owner = temp_file_owner(e.name);
+    // The writer is gone, or is this process, which has no write in flight
+    // while it scans. A live writer (or a reused pid) keeps its file.
+    if (owner && (*owner == ::getpid() || (::kill(*owner, 0) != 0 && errno == ESRCH))) stale.push_back(e.name);
   }
   std::vector<std::string> removed;
   for (const std::string& name : stale) {

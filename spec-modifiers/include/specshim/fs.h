@@ -51,6 +51,20 @@ std::string read_regular_file(const std::filesystem::path& path, std::size_t max
 // failed read.
 std::string read_open_file(int fd, const struct stat& st, std::size_t max_bytes, const std::string& what);
 
+// DirEntry is one name in a directory, with its getdents d_type (DT_DIR,
+// DT_REG, ... or DT_UNKNOWN).
+struct DirEntry {
+  std::string name;
+  unsigned char type;
+};
+
+// list_directory reads the names in the open directory dirfd ("." and ".."
+// left out) into entries, in the order the filesystem gives them, with
+// getdents64 into a buffer on the stack: opendir's 32 KiB heap buffer made
+// malloc grow the heap and trim it again for every listing. Returns false
+// with errno set when the directory cannot be read.
+bool list_directory(int dirfd, std::vector<DirEntry>& entries);
+
 // TempFile picks where write_file_atomic writes the new content first:
 // unnamed uses an O_TMPFILE file and falls back to a named temp file when the
 // filesystem or kernel lacks O_TMPFILE; named always uses a named temp file
@@ -80,7 +94,7 @@ std::optional<pid_t> temp_file_owner(std::string_view entry);
 // has no write in flight when it calls this. A live pid keeps its file: it
 // may be a writer in flight, or a reused pid (the file then goes on a later
 // call). Symlinks, directories and other names are left alone and nothing
-// is followed. One readdir of dir. Returns the names removed; throws Error
+// is followed. One listing of dir. Returns the names removed; throws Error
 // when dir cannot be read or a file cannot be removed.
 std::vector<std::string> remove_stale_temps(const std::filesystem::path& dir);
 
