@@ -130,7 +130,7 @@ Entry read_entry(const Json& j, const std::string& where, bool follow_outside_de
   if (p == j.end() || !p->is_string() || p->get_ref<const std::string&>().empty() ||
       p->get_ref<const std::string&>()[0] != '/' || contains_control(p->get_ref<const std::string&>()))
     throw Error("`" + where + ".path`: want an absolute path");
-  Entry e{p->get<std::string>(), 0, 0, 0, Json::object()};
+  Entry e{p->get<std::string>(), 0, 0, 0};
   std::string type;
   if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
     if (!t->is_string()) throw Error("`" + where + ".type`: " + t->dump() + " is not b, c, u or p");

@@ -63,14 +63,15 @@ class Reader {
         values_.push_back(std::move(v));
         skip_space();
         const bool object = frames_.back().object;
-        if (p_ == end_) fail(object ? "expected `,` or `}`" : "expected `,` or `]`");
+        const char* expected = object ? "expected `,` or `}`" : "expected `,` or `]`";
+        if (p_ == end_) fail(expected);
         if (*p_ == ',') {
           ++p_;
           skip_space();
           if (object) member_name();
           break;
         }
-        if (*p_ != (object ? '}' : ']')) fail(object ? "expected `,` or `}`" : "expected `,` or `]`");
+        if (*p_ != (object ? '}' : ']')) fail(expected);
         ++p_;
         v = object ? close_object() : close_array();
       }
@@ -146,26 +147,32 @@ class Reader {
 
     // A repeated key keeps its first place and takes the last value (as Go
     // and nlohmann): find repeats, move each last value to the first place.
+    // The first equal key found is never itself a repeat, so it is the first place.
     std::vector<bool> dropped;
+    std::size_t kept = n;
     auto repeat = [&](std::size_t first, std::size_t later) {
       if (dropped.empty()) dropped.resize(n);
       val(first) = std::move(val(later));
       dropped[later] = true;
+      --kept;
     };
     if (n <= 16) {
       for (std::size_t i = 1; i < n; ++i)
         for (std::size_t j = 0; j < i; ++j)
-          if (key(j) == key(i) && (dropped.empty() || !dropped[j])) {
+          if (key(j) == key(i)) {
             repeat(j, i);
             break;
           }
     } else {
+      // Sorted stably by key, each run of equal keys is in document order.
       std::vector<std::size_t> order(n);
       std::iota(order.begin(), order.end(), std::size_t{0});
       std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
-      for (std::size_t i = 1; i < n; ++i) {
-        std::size_t j = i;
-        while (i < n && key(order[i]) == key(order[j - 1])) repeat(order[j - 1], order[i++]);
+      for (std::size_t run = 0, i = 1; i < n; ++i) {
+        if (key(order[i]) != key(order[run]))
+          run = i;
+        else
+          repeat(order[run], order[i]);
       }
     }
 
@@ -175,9 +182,7 @@ class Reader {
     // object would copy every sibling's whole subtree.
     Json v(Json::value_t::object);
     auto& members = v.get_ref<Json::object_t&>();
-    members.reserve(
-        kObjectRoom +
-        (dropped.empty() ? n : n - static_cast<std::size_t>(std::count(dropped.begin(), dropped.end(), true))));
+    members.reserve(kept + kObjectRoom);
     for (std::size_t i = 0; i < n; ++i)
       if (dropped.empty() || !dropped[i]) members.emplace_back(std::move(keys_[f.keys + i]), std::move(val(i)));
     keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(f.keys), keys_.end());

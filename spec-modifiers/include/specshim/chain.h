@@ -20,9 +20,9 @@ struct ChainResult {
 // Chain applies its modifiers in order, pass after pass, until a whole pass
 // leaves the spec unchanged. Change is detected here by comparing the spec
 // before and after each modifier that asked for non-const access to it
-// (Spec::watch), never reported by the modifiers. An idempotent
-// modifier is not run again while nothing changed since it last ran. More than max_passes passes is an error naming the
-// modifiers still changing the spec.
+// (Spec::watch), never reported by the modifiers. An idempotent modifier is
+// not run again while nothing changed since it last ran. More than max_passes
+// passes is an error naming the modifiers still changing the spec.
 class Chain {
  public:
   explicit Chain(std::vector<std::unique_ptr<Modifier>> modifiers, int max_passes = 8);
