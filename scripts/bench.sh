@@ -35,6 +35,9 @@ make_bundle "$work/passwd" 10001
 make_bundle "$disk/passwd" 10001
 printf '[runtime]\npath = "%s"\n' "$fake" > "$work/fake.toml"
 printf '[runtime]\npath = "%s"\n' "$runc" > "$work/runc.toml"
+# The config the package installs (/etc/specshim/config.toml): 11 KiB, nearly
+# all comments, read by every exec. Only the runtime is set, to the fake.
+sed "s|^\[runtime\]\$|[runtime]\npath = \"$fake\"|" packaging/specshim.toml > "$work/shipped.toml"
 extra_cases=() extra_rows=() extra_rss=() extra_sections=() extra_pairs=()
 # create_cmd BUNDLE: the create command line containerd's shim would run, as one string for hyperfine.
 # floor_cmd BUNDLE: the same command line through the floor wrapper (below).
@@ -62,6 +65,7 @@ pair() {  # label config prepare floor-command command
   printf '%s\t%s\n' "$1" "$line" >>"$work/pairs.tsv"
 }
 pair "passthrough (\`state\`)" "$work/fake.toml" "" "$floor state x" "$shim state x"
+pair "passthrough (\`state\`), the shipped config file" "$work/shipped.toml" "" "$floor state x" "$shim state x"
 pair "create, nothing to change" "$work/fake.toml" "" "$(floor_cmd "$work/nochange")" "$(create_cmd "$work/nochange")"
 pair "create, passwd entry added" "$work/fake.toml" "cp $work/passwd/config.orig $work/passwd/config.json" \
   "$(floor_cmd "$work/passwd")" "$(create_cmd "$work/passwd")"

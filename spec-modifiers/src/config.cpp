@@ -12,6 +12,7 @@
 
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "toml_prescan.h"
 
 namespace specshim::config {
 namespace {
@@ -20,117 +21,6 @@ constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
 const toml::table& tbl(const void* p) {
   return *static_cast<const toml::table*>(p);
-}
-
-// skip_string moves i from a string's opening quote to its last closing
-// quote, counting the newlines of multi-line strings into line. It returns
-// false when toml++ would test non-ASCII for whitespace inside the string:
-// after a backslash in a multi-line basic string, toml++ skips whitespace and
-// newlines (a line-ending backslash) by testing each character up to the
-// first that is not whitespace.
-bool skip_string(std::string_view t, std::size_t& i, std::size_t& line) {
-  const char q = t[i];
-  const std::string triple(3, q);
-  bool multi = t.substr(i, 3) == triple;
-  for (i += multi ? 3 : 1; i < t.size(); ++i) {
-    if (t[i] == '\n') {
-      if (!multi) break;
-      ++line;
-    }
-    if (q == '"' && t[i] == '\\') {
-      if (multi) {
-        std::size_t j = i + 1;
-        while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n')) ++j;
-        if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) return false;
-      }
-      if (++i < t.size() && t[i] == '\n') ++line;
-      continue;
-    }
-    if (t[i] == q && (!multi || t.substr(i, 3) == triple)) break;
-  }
-  if (multi && i < t.size()) {
-    i += 2;
-    while (i + 1 < t.size() && t[i + 1] == q) ++i;  // up to two quotes may end the string's content
-  }
-  return true;
-}
-
-// first_bare_non_ascii returns the 1-based line of the first byte >= 0x80
-// that toml++ would read outside a string or comment, or 0. Such text is
-// never valid TOML (bare keys and values are ASCII), and toml++ 3.3 reaches
-// __builtin_unreachable() on some of it (its non-ASCII whitespace table), so
-// it is rejected before toml++ sees it. The scan follows toml++'s tokens: a
-// quote opens a string only where a key or value starts, not inside a bare
-// value, which runs to whitespace, ',', ']', '}' or '#' (`x = 0['é'` is one
-// bare value to toml++), nor inside a bare key, which runs to whitespace, '.',
-// '=' or ']'. Where the two could disagree the scan treats text as bare, so
-// it may refuse an odd but valid file; it never lets bare non-ASCII through.
-std::size_t first_bare_non_ascii(std::string_view t) {
-  std::size_t line = 1;
-  std::vector<char> nest;  // open arrays '[' and inline tables '{'
-  bool key = true;         // the next token is a key, not a value
-  bool header = false;     // inside a [table] or [[table]] header
-  bool bare = false;       // inside a bare key or value
-  bool bare_key = false;   // ... which is a key
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(t[i]);
-    if (c == '\n') {
-      ++line;
-      bare = header = false;
-      key = nest.empty() || nest.back() == '{';
-      continue;
-    }
-    if (c == '#') {
-      while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
-      bare = false;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') {
-      bare = false;
-      continue;
-    }
-    if (bare) {
-      bool ends = bare_key ? (c == '.' || c == '=' || c == ']') : (c == ',' || c == ']' || c == '}');
-      if (!ends) {
-        if (c >= 0x80) return line;
-        continue;
-      }
-      bare = false;
-    }
-    switch (c) {
-      case '"':
-      case '\'':
-        if (!skip_string(t, i, line)) return line;
-        break;
-      case '=':
-        key = false;
-        break;
-      case ',':
-        key = !nest.empty() && nest.back() == '{';
-        break;
-      case '{':
-        nest.push_back('{');
-        key = true;
-        break;
-      case '[':
-        if (key && nest.empty())
-          header = true;
-        else
-          nest.push_back('['), key = false;
-        break;
-      case '}':
-      case ']':
-        if (!header && !nest.empty()) nest.pop_back();
-        break;
-      case '.':
-        break;
-      default:
-        if (c >= 0x80) return line;
-        bare = true;
-        bare_key = key;
-    }
-  }
-  return 0;
 }
 
 std::string line_of(const toml::node& n) {
@@ -359,17 +249,23 @@ Document Document::parse(std::string_view text, std::string file_name) {
   Document d;
   d.file_ = std::move(file_name);
   d.exists_ = true;
-  if (auto line = first_bare_non_ascii(text))
-    throw Error("config `" + d.file_ + "`: line " + std::to_string(line) +
+  auto pre = detail::prescan_toml(text);
+  if (pre.bare_non_ascii_line)
+    throw Error("config `" + d.file_ + "`: line " + std::to_string(pre.bare_non_ascii_line) +
                 ": non-ASCII character outside a string or comment");
+  std::shared_ptr<toml::table> table;
   try {
-    auto t = std::make_shared<toml::table>(toml::parse(text, d.file_));
-    d.table_ = std::static_pointer_cast<const void>(std::shared_ptr<const toml::table>(std::move(t)));
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << "config `" << d.file_ << "`: line " << e.source().begin.line << ": " << e.description();
-    throw Error(msg.str());
+    table = std::make_shared<toml::table>(toml::parse(pre.text, d.file_));
+  } catch (const toml::parse_error&) {
+    try {  // the whole file, so the error is the one toml++ finds there
+      table = std::make_shared<toml::table>(toml::parse(text, d.file_));
+    } catch (const toml::parse_error& e) {
+      std::ostringstream msg;
+      msg << "config `" << d.file_ << "`: line " << e.source().begin.line << ": " << e.description();
+      throw Error(msg.str());
+    }
   }
+  d.table_ = std::static_pointer_cast<const void>(std::shared_ptr<const toml::table>(std::move(table)));
   return d;
 }
 

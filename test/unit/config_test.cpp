@@ -2,9 +2,14 @@
 #include "specshim/config.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "specshim/error.h"
 #include "specshim/registry.h"
+#include "toml_prescan.h"
 
 using namespace specshim;
 
@@ -86,4 +91,49 @@ TEST_CASE("config non-ASCII outside strings is refused before the TOML parser se
       "a=\"\xc3\xa9\"\nb = [\"x\",'\xc3\xa9']\nc = {k='\xc3\xa9'}#\xc3\xa9\n[t.\"\xc3\xa9\"]\nv = 1\n", "f.toml");
   auto r2 = tight.root();
   REQUIRE(r2.string("a") == "\xc3\xa9");
+}
+
+TEST_CASE("config comments are left out of what toml++ reads, every line and column kept") {
+  using detail::prescan_toml;
+  REQUIRE(prescan_toml("a = 1 # one\n# two\r\nb = '#'  #x\r\n#end").text == "a = 1 \n\r\nb = '#'  \r\n");
+  // A comment toml++ could refuse stays for it to judge: control characters, a lone CR, any non-ASCII.
+  REQUIRE(prescan_toml("#a\x01\n#b\rc\n# caf\xc3\xa9\n#\x7f\n").text == "#a\x01\n#b\rc\n# caf\xc3\xa9\n#\x7f\n");
+  REQUIRE(prescan_toml("#\tall plain ~ 0123456789 abcdefghij\n").text == "\n");
+  REQUIRE_THROWS_WITH(config::Document::parse("# bell\x07\nx = 1\n", "f.toml"),
+                      Catch::StartsWith("config `f.toml`: line 1: "));
+
+  // '#' inside every kind of string is text, also at the start of a line of a multi-line string.
+  auto doc = config::Document::parse(
+      "a = \"/x#y\\\"#\" # c\n"
+      "b = '#'\n"
+      "c = \"\"\"\n# not a comment\"\"\"\"  # c\n"
+      "d = '''\n#x'''''\n"
+      "e = [ # c\n  \"#\", # c\n]\n",
+      "f.toml");
+  auto root = doc.root();
+  REQUIRE(root.string("a") == "/x#y\"#");
+  REQUIRE(root.string("b") == "#");
+  REQUIRE(root.string("c") == "# not a comment\"");
+  REQUIRE(root.string("d") == "#x''");
+  REQUIRE(root.strings("e") == std::vector<std::string>{"#"});
+
+  // Lines are where the file has them: in toml++'s errors and in specshim's own.
+  auto commented = config::Document::parse("# one\n# two\n[passwd] # three\nbogus = 1 # four\n", "f.toml");
+  auto r = commented.root();
+  auto passwd = r.section("passwd");
+  REQUIRE_THROWS_WITH(passwd.finish(), "config `f.toml`: line 4: unknown key `passwd.bogus`");
+  REQUIRE_THROWS_WITH(config::Document::parse("# one\n[a] # two\nx = # three\n", "f.toml"),
+                      Catch::StartsWith("config `f.toml`: line 3: "));
+}
+
+TEST_CASE("config the shipped example leaves toml++ a few hundred bytes to read") {
+  auto shipped = config::Document::load(std::string(SPECSHIM_TEST_DATA_DIR) + "/../packaging/specshim.toml");
+  auto pre = detail::prescan_toml([] {
+    std::ifstream in(std::string(SPECSHIM_TEST_DATA_DIR) + "/../packaging/specshim.toml", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }());
+  // Nearly all of the file is comments; toml++ reads a fraction of it.
+  REQUIRE(pre.text.size() < 1024);
+  auto root = shipped.root();
+  REQUIRE_NOTHROW(build_chain(root));
 }
