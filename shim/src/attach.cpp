@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -31,6 +30,7 @@
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
+#include "verb_cli.h"
 #include "verbs.h"
 
 namespace specshim::shim {
@@ -52,21 +52,10 @@ struct Common {
   std::string id;
 };
 
-void add_common(CLI::App& app, Common& c) {
-  app.add_option("--root", c.root, "the runtime's state root (runc --root), e.g. /run/containerd/runc/k8s.io");
-  app.add_option("--config", c.config_file, "specshim config file")->capture_default_str();
-  app.add_option("CONTAINER-ID", c.id, "the container, as the runtime knows it")->required();
-}
-
-// parse returns -1 when the verb goes on, else the exit code (--help, errors).
-int parse(CLI::App& app, const std::vector<std::string>& argv) {
-  try {
-    std::vector<std::string> rest(argv.rbegin(), argv.rend() - 2);  // CLI11 wants them reversed
-    app.parse(rest);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return -1;
+void add_common(VerbCli& cli, Common& c) {
+  cli.option("--root", c.root, "the runtime's state root (runc --root), e.g. /run/containerd/runc/k8s.io");
+  cli.option("--config", c.config_file, "specshim config file").show_default();
+  cli.option("CONTAINER-ID", c.id, "the container, as the runtime knows it").required();
 }
 
 // ---- the container ----
@@ -477,16 +466,15 @@ std::string reason(const std::string& edit) {
 }  // namespace
 
 int attach_main(const std::vector<std::string>& argv) {
-  CLI::App app{"Give a running container a device: its cgroup rule, the node in its mount namespace, and a record.",
-               "specshim attach"};
+  VerbCli cli("Give a running container a device: its cgroup rule, the node in its mount namespace, and a record.",
+              "specshim attach");
   Common c;
   std::vector<std::string> devices, cdis;
-  add_common(app, c);
-  app.add_option("--device", devices, "HOST[:CONTAINER[:PERMS]]: a host char/block node; PERMS from rwm (default rwm)")
-      ->allow_extra_args(false);
-  app.add_option("--cdi", cdis, "VENDOR/CLASS=NAME: a CDI device from the configured spec dirs")
-      ->allow_extra_args(false);
-  if (int rc = parse(app, argv); rc >= 0) return rc;
+  add_common(cli, c);
+  cli.option("--device", devices, "HOST[:CONTAINER[:PERMS]]: a host char/block node; PERMS from rwm (default rwm)")
+      .one_value_each();
+  cli.option("--cdi", cdis, "VENDOR/CLASS=NAME: a CDI device from the configured spec dirs").one_value_each();
+  if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
     if (devices.empty() && cdis.empty()) throw Error("give at least one --device or --cdi");
     std::vector<DeviceArg> args;
@@ -547,14 +535,14 @@ int attach_main(const std::vector<std::string>& argv) {
 }
 
 int detach_main(const std::vector<std::string>& argv) {
-  CLI::App app{"Take back what `specshim attach` gave a running container: the cgroup rule, the node, the record.",
-               "specshim detach"};
+  VerbCli cli("Take back what `specshim attach` gave a running container: the cgroup rule, the node, the record.",
+              "specshim detach");
   Common c;
   std::vector<std::string> devices, cdis;
-  add_common(app, c);
-  app.add_option("--device", devices, "CONTAINER-PATH of a device attached with --device")->allow_extra_args(false);
-  app.add_option("--cdi", cdis, "VENDOR/CLASS=NAME of a device attached with --cdi")->allow_extra_args(false);
-  if (int rc = parse(app, argv); rc >= 0) return rc;
+  add_common(cli, c);
+  cli.option("--device", devices, "CONTAINER-PATH of a device attached with --device").one_value_each();
+  cli.option("--cdi", cdis, "VENDOR/CLASS=NAME of a device attached with --cdi").one_value_each();
+  if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
     if (devices.empty() && cdis.empty()) throw Error("give at least one --device or --cdi");
     Target t = open_target(c, true);
@@ -622,14 +610,14 @@ int detach_main(const std::vector<std::string>& argv) {
 }
 
 int attached_main(const std::vector<std::string>& argv) {
-  CLI::App app{"Show what `specshim attach` gave a container (its record).", "specshim attached"};
+  VerbCli cli("Show what `specshim attach` gave a container (its record).", "specshim attached");
   Common c;
   std::string format = "text";
-  add_common(app, c);
-  app.add_option("--format", format, "text: a table; json: the record (schema: docs/attach.md)")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  if (int rc = parse(app, argv); rc >= 0) return rc;
+  add_common(cli, c);
+  cli.option("--format", format, "text: a table; json: the record (schema: docs/attach.md)")
+      .one_of({"text", "json"})
+      .show_default();
+  if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
     Target t = open_target(c, false);
     try {

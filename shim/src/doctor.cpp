@@ -2,10 +2,10 @@
 // specshim doctor: run every check, print the report, exit 1 on problems.
 #include "doctor/doctor.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
+#include "verb_cli.h"
 #include "verbs.h"
 
 #ifndef SPECSHIM_VERSION
@@ -15,26 +15,21 @@
 namespace specshim::shim {
 
 int doctor_main(const std::vector<std::string>& argv) {
-  CLI::App app{"Check this node for what specshim needs; exits 1 when something is wrong.", "specshim doctor"};
+  VerbCli cli("Check this node for what specshim needs; exits 1 when something is wrong.", "specshim doctor");
   std::string config_file;
   std::string host_root = "/";
   bool json = false;
   bool verbose = false;
-  app.add_option("--config", config_file,
-                 "specshim config file (default: $SPECSHIM_CONFIG or " + std::string(config::kDefaultPath) +
-                     " under --host-root)");
-  app.add_option("--host-root", host_root, "read host files (containerd, CDI, kubelet, /proc) under this directory")
-      ->check(CLI::ExistingDirectory)
-      ->capture_default_str();
-  app.add_flag("--json", json, "print the report as JSON");
-  app.add_flag("-v,--verbose", verbose, "list what findings counted (device names and IDs; always in --json)");
-  try {
-    std::vector<std::string> rest(argv.rbegin(), argv.rend() - 2);  // CLI11 wants them reversed
-    app.parse(rest);
-  } catch (const CLI::ParseError& e) {
-    // 1 means "problems found"; a bad command line is 2, --help is 0.
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  cli.option("--config", config_file,
+             "specshim config file (default: $SPECSHIM_CONFIG or " + std::string(config::kDefaultPath) +
+                 " under --host-root)");
+  cli.option("--host-root", host_root, "read host files (containerd, CDI, kubelet, /proc) under this directory")
+      .existing_directory()
+      .show_default();
+  cli.flag("--json", json, "print the report as JSON");
+  cli.flag("-v,--verbose", verbose, "list what findings counted (device names and IDs; always in --json)");
+  // 1 means "problems found"; a bad command line is 2, --help is 0.
+  if (int rc = cli.parse(argv); rc >= 0) return rc == 0 ? 0 : 2;
 
   doctor::Host host{host_root};
   std::filesystem::path config_path = config_file;
