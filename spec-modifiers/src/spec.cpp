@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/spec.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "json_reader.h"
@@ -11,73 +13,121 @@
 
 namespace specshim {
 
+namespace {
+
+// plain_run returns how many bytes at the start of s a JSON string holds as
+// they are: not '"', '\\', a control character, or a byte past ASCII. Eight
+// bytes at a time; a word with any such byte is looked at byte by byte.
+std::size_t plain_run(std::string_view s) {
+  static constexpr auto plain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x80; ++c) t[c] = c != '"' && c != '\\';
+    return t;
+  }();
+  constexpr std::uint64_t k01 = 0x0101010101010101, k80 = 0x8080808080808080;
+  auto has_zero = [](std::uint64_t v) { return (v - k01) & ~v & k80; };
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    std::uint64_t special =
+        (w & k80) | ((w - 0x20 * k01) & ~w & k80) | has_zero(w ^ ('"' * k01)) | has_zero(w ^ ('\\' * k01));
+    if (special) break;
+  }
+  while (i < s.size() && plain[static_cast<unsigned char>(s[i])]) ++i;
+  return i;
+}
+
+}  // namespace
+
+// SpecWriter writes the DOM in the style it was read in. Output goes to a
+// buffer it grows itself (out_'s size is its capacity, n_ what is written), so
+// each token is a store, not a std::string append.
 class SpecWriter {
  public:
   explicit SpecWriter(const Spec& s) : s_(s) {}
 
   std::string write() {
-    out_.reserve(4096);
+    out_.resize(4096);
     value(s_.doc_, 0);
-    if (s_.trailing_newline_) out_ += '\n';
+    if (s_.trailing_newline_) put('\n');
+    out_.resize(n_);
     return std::move(out_);
   }
 
  private:
+  char* room(std::size_t more) {
+    if (out_.size() - n_ < more) out_.resize(std::max(out_.size() * 2, n_ + more));
+    return out_.data() + n_;
+  }
+  void put(char c) {
+    *room(1) = c;
+    ++n_;
+  }
+  void put(std::string_view s) {
+    std::memcpy(room(s.size()), s.data(), s.size());
+    n_ += s.size();
+  }
   void newline(int depth) {
     if (s_.indent_ < 0) return;
-    out_ += '\n';
-    out_.append(static_cast<std::size_t>(depth * s_.indent_), s_.indent_char_);
+    auto n = static_cast<std::size_t>(depth * s_.indent_);
+    char* p = room(n + 1);
+    *p = '\n';
+    std::memset(p + 1, s_.indent_char_, n);
+    n_ += n + 1;
   }
   void value(const Json& j, int depth) {
     switch (j.type()) {
       case Json::value_t::object: {
-        if (j.empty()) {
-          out_ += "{}";
+        const auto& members = j.get_ref<const Json::object_t&>();
+        if (members.empty()) {
+          put("{}");
           return;
         }
-        out_ += '{';
+        put('{');
         bool first = true;
-        for (auto it = j.begin(); it != j.end(); ++it) {
-          if (!first) out_ += ',';
+        for (const auto& [key, member] : members) {
+          if (!first) put(',');
           first = false;
           newline(depth + 1);
-          string(it.key());
-          out_ += s_.indent_ < 0 ? ":" : ": ";
+          string(key);
+          put(s_.indent_ < 0 ? ":" : ": ");
           std::size_t mark = path_.size();
-          if (track_) (path_ += '/') += detail::pointer_token(it.key());
-          value(it.value(), depth + 1);
+          if (track_) (path_ += '/') += detail::pointer_token(key);
+          value(member, depth + 1);
           path_.resize(mark);
         }
         newline(depth);
-        out_ += '}';
+        put('}');
         return;
       }
       case Json::value_t::array: {
-        if (j.empty()) {
-          out_ += "[]";
+        const auto& items = j.get_ref<const Json::array_t&>();
+        if (items.empty()) {
+          put("[]");
           return;
         }
-        out_ += '[';
-        for (std::size_t i = 0; i < j.size(); ++i) {
-          if (i) out_ += ',';
+        put('[');
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          if (i) put(',');
           newline(depth + 1);
           std::size_t mark = path_.size();
           if (track_) (path_ += '/') += std::to_string(i);
-          value(j[i], depth + 1);
+          value(items[i], depth + 1);
           path_.resize(mark);
         }
         newline(depth);
-        out_ += ']';
+        put(']');
         return;
       }
       case Json::value_t::string:
         string(j.get_ref<const std::string&>());
         return;
       case Json::value_t::boolean:
-        out_ += j.get<bool>() ? "true" : "false";
+        put(j.get<bool>() ? "true" : "false");
         return;
       case Json::value_t::null:
-        out_ += "null";
+        put("null");
         return;
       case Json::value_t::number_integer:
         number(j.get<std::int64_t>());
@@ -89,15 +139,15 @@ class SpecWriter {
         if (track_) {
           auto raw = s_.raw_numbers_.find(path_);
           if (raw != s_.raw_numbers_.end() && Json::parse(raw->second) == j) {
-            out_ += raw->second;
+            put(raw->second);
             return;
           }
         }
-        out_ += j.dump();
+        put(j.dump());
         return;
       default:
         try {
-          out_ += j.dump();
+          put(j.dump());
         } catch (const nlohmann::json::exception& e) {
           throw Error(std::string("serialize spec: ") + e.what());
         }
@@ -108,68 +158,58 @@ class SpecWriter {
   // string writes s as nlohmann's dump() does (ensure_ascii off): '"', '\\'
   // and control characters escaped, \u00xx in lower case. A string with a
   // byte past ASCII goes through dump(), which also refuses invalid UTF-8.
-  // Building a serializer per value cost ~100 instructions per output byte;
-  // this is one pass and a table lookup per byte.
-  void string(const std::string& s) {
-    static constexpr auto plain = [] {
-      std::array<bool, 256> t{};
-      for (int c = 0x20; c < 0x80; ++c) t[c] = c != '"' && c != '\\';
-      return t;
-    }();
-    std::size_t mark = out_.size();
-    out_ += '"';
-    std::size_t run = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      auto c = static_cast<unsigned char>(s[i]);
-      if (plain[c]) continue;
+  // Runs of plain bytes are copied whole: nearly every string is one run.
+  void string(std::string_view s) {
+    std::size_t mark = n_;
+    room(s.size() + 2);
+    out_[n_++] = '"';
+    for (std::size_t i = 0;;) {
+      std::size_t run = plain_run(s.substr(i));
+      put(s.substr(i, run));
+      i += run;
+      if (i == s.size()) break;
+      auto c = static_cast<unsigned char>(s[i++]);
       if (c >= 0x80) {
-        out_.resize(mark);
-        out_ += Json(s).dump();
+        n_ = mark;
+        put(Json(std::string(s)).dump());
         return;
       }
-      out_.append(s, run, i - run);
-      run = i + 1;
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\b':
-          out_ += "\\b";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\f':
-          out_ += "\\f";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        default: {
-          static constexpr char hex[] = "0123456789abcdef";
-          out_ += "\\u00";
-          out_ += hex[c >> 4];
-          out_ += hex[c & 0xF];
-        }
+      escape(c);
+    }
+    put('"');
+  }
+  void escape(unsigned char c) {
+    switch (c) {
+      case '"':
+        return put("\\\"");
+      case '\\':
+        return put("\\\\");
+      case '\b':
+        return put("\\b");
+      case '\t':
+        return put("\\t");
+      case '\n':
+        return put("\\n");
+      case '\f':
+        return put("\\f");
+      case '\r':
+        return put("\\r");
+      default: {
+        static constexpr char hex[] = "0123456789abcdef";
+        const char u[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+        put(std::string_view(u, sizeof u));
       }
     }
-    out_.append(s, run, std::string::npos);
-    out_ += '"';
   }
   template <typename Int>
   void number(Int v) {
-    char buf[24];
-    out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    char* p = room(24);
+    n_ = static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - out_.data());
   }
 
   const Spec& s_;
   std::string out_;
+  std::size_t n_ = 0;
   std::string path_;
   bool track_ = !s_.raw_numbers_.empty();
 };

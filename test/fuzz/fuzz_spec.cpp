@@ -2,7 +2,8 @@
 // Fuzzes the lossless spec DOM: parse must never crash, must accept and
 // refuse what nlohmann's strict parser does and build the same tree (number
 // types included), and what it writes must parse back to the same document
-// and write the same text again.
+// and write the same text again. Compact and without a trailing newline, it
+// writes exactly what nlohmann's dump() does.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -23,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = specshim::Spec::parse(once);
     if (again.json() != spec.json()) std::abort();
     if (again.serialize() != once) std::abort();
+    std::string dumped = spec.json().dump();
+    if (specshim::Spec::parse(dumped).serialize() != dumped) std::abort();
   } catch (const specshim::Error& e) {
     if (want && std::string_view(e.what()).find("nested deeper than") == std::string_view::npos) std::abort();
   }
