@@ -10,6 +10,12 @@
 # a case, so the file depends only on what runs. Rerun it when the hot
 # path changes; `--check` (a ctest) fails when a function the hot path runs is
 # missing from the file.
+#
+# After the functions come the data symbols the same runs read or write
+# (valgrind's lackey traces every access): lld orders .data, .bss and .rodata
+# by the same file, so what start-up writes shares a few pages instead of
+# faulting in ten (each first write to a page of .data copies it). --check
+# leaves them alone: a missing one costs a page fault, not correctness.
 # Usage: scripts/hot-path-order.sh [--check] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,9 +56,39 @@ profile() {  # config argv...: the functions one run executes before its execve
   sed -n -E "s/^c?fn=//p" "$work/cg.$n.1" | sed -E "s/'[0-9]+$//" | grep -v -E '^0x|^\(below main\)$' |
     LC_ALL=C sort -u >>"$work/functions"
 }
-create() { profile "$1" --log "$work/log.json" --log-format json create --bundle "$work/$2" id; }
+# data config argv...: the data symbols one run touches before its execve.
+data() {
+  [ "$check" = 1 ] && return 0
+  SPECSHIM_CONFIG="$work/$1.toml" valgrind -q --tool=lackey --trace-mem=yes --log-file="$work/mem" \
+    "$shim" "${@:2}" >/dev/null 2>&1 || { echo "hot-path-order: lackey run ($*) failed" >&2; exit 1; }
+  nm -S --defined-only "$shim" | python3 -c '
+import bisect, re, sys
+syms = sorted((int(a, 16), int(n, 16), name) for a, n, t, name in
+              (l.split() for l in sys.stdin if len(l.split()) == 4) if t in "bBdDrRuV")
+starts = [s[0] for s in syms]
+seen = set()
+for line in open(sys.argv[1]):
+    m = re.match(r" [LSM] ([0-9a-f]+),", line)
+    if not m:
+        continue
+    a = int(m.group(1), 16)
+    i = bisect.bisect_right(starts, a) - 1
+    if i >= 0 and a < syms[i][0] + max(syms[i][1], 1):
+        seen.add(syms[i][2])
+print("\n".join(sorted(seen)))' "$work/mem" >>"$work/data"
+}
+create() {  # config bundle: a create's functions, then (from config.orig again) its data
+  local argv=(--log "$work/log.json" --log-format json create --bundle "$work/$2" id)
+  profile "$1" "${argv[@]}"
+  cp "$work/$2/config.json" "$work/$2/config.after"
+  cp "$work/$2/config.orig" "$work/$2/config.json"
+  data "$1" "${argv[@]}"
+  mv "$work/$2/config.after" "$work/$2/config.json"
+}
 : >"$work/functions"
+: >"$work/data"
 profile plain state id
+data plain state id
 create plain nochange
 create plain passwd
 create cdi-1 cdi2            # parse cache miss: parsed, stored
@@ -62,6 +98,8 @@ create cdi-50 passwd-cdi2    # 49 other vendors' files beside it
 profile plain --log "$work/log.json" --log-format json run --bundle "$work/nochange" id
 echo execve >>"$work/functions"  # where each profile stops: the runtime's exec itself
 awk '!seen[$0]++' "$work/functions" >"$work/order"
+data_header="# data the hot path touches, in layout order"
+[ "$check" = 1 ] || { echo "$data_header"; awk '!seen[$0]++' "$work/data"; } >>"$work/order"
 
 header="# specshim's hot path, in layout order: written by scripts/hot-path-order.sh, reviewed like a golden file."
 if [ "$check" = 1 ]; then
@@ -75,5 +113,6 @@ if [ "$check" = 1 ]; then
   echo "hot-path-order: all $(wc -l <"$work/order") hot-path functions are in $order"
 else
   { echo "$header"; cat "$work/order"; } >"$order"
-  echo "hot-path-order: $(wc -l <"$work/order") functions written to $order"
+  echo "hot-path-order: $(sed "/^$data_header/,\$d" "$work/order" | wc -l) functions and" \
+    "$(sed "1,/^$data_header/d" "$work/order" | wc -l) data symbols written to $order"
 fi
