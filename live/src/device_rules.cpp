@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device rules: reading them from a spec, runc's defaults, the v1
-// controller's decision, and the cgroup v2 program that makes the same one.
+// Device rules: runc's defaults, the rules a container was created with, the
+// v1 controller's decision, and the cgroup v2 program that makes the same one.
 #include "specshim/live/device_rules.h"
 
 #include <cstddef>
@@ -12,9 +12,6 @@
 
 namespace specshim::live {
 namespace {
-
-constexpr std::string_view kRules = "linux.resources.devices";
-constexpr std::int64_t kMaxNumber = 0xffffffffLL;  // the controller's numbers are u32
 
 // Bits are an access set: BPF_DEVCG_ACC_MKNOD | _READ | _WRITE.
 using Bits = std::uint32_t;
@@ -64,50 +61,6 @@ const std::vector<Default>& defaults() {
       {"", allow('c', 10, 200, "rwm")},            // /dev/net/tun: gone in runc 1.2.0-1.2.3, back in 1.2.4
   };
   return table;
-}
-
-std::string at(std::size_t i) {
-  return std::string(kRules) + "[" + std::to_string(i) + "]";
-}
-
-// number reads major or minor: absent or null is the wildcard, else an
-// integer 0..2^32-1 (runc's filter refuses more; a negative one would be a
-// wildcard in runc's v2 filter and an error in the v1 kernel file).
-std::optional<std::int64_t> number(const Json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  bool fits = it->is_number_unsigned()
-                  ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxNumber)
-                  : it->is_number_integer() && it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() <= kMaxNumber;
-  if (!fits) throw Error("`" + where + "." + key + "`: " + it->dump() + " is not an integer 0..4294967295 or null");
-  return it->get<std::int64_t>();
-}
-
-DeviceRule parse_rule(const Json& j, const std::string& where) {
-  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
-  DeviceRule r;
-  auto a = j.find("allow");
-  if (a == j.end() || !a->is_boolean())
-    throw Error("`" + where + ".allow`: " + (a == j.end() ? std::string("missing") : a->dump()) +
-                ", want true or false");
-  r.allow = a->get<bool>();
-  if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
-    std::string type = t->is_string() ? t->get<std::string>() : "?";
-    if (type.empty()) type = "a";  // runc: an empty type is "a"
-    if (type != "a" && type != "b" && type != "c")
-      throw Error("`" + where + ".type`: " + t->dump() + " is not \"a\", \"b\" or \"c\"");
-    r.type = type[0];
-  }
-  r.major = number(j, "major", where);
-  r.minor = number(j, "minor", where);
-  auto access = j.find("access");
-  bool ok = access != j.end() && access->is_string() && !access->get_ref<const std::string&>().empty() &&
-            access->get_ref<const std::string&>().find_first_not_of("rwm") == std::string::npos;
-  if (!ok)
-    throw Error("`" + where + ".access`: " + (access == j.end() ? std::string("missing") : access->dump()) +
-                " is not a non-empty combination of r, w and m");
-  r.access = access_text(bits(access->get<std::string>()));  // "wr" and "rrw" are "rw", as runc reads them
-  return r;
 }
 
 bool covers(const DeviceRule& key, const Access& a) {
@@ -205,17 +158,8 @@ const std::vector<DeviceRule>& runc_default_rules() {
   return rules;
 }
 
-std::vector<DeviceRule> spec_rules(const Spec& spec) {
-  std::vector<DeviceRule> rules;
-  const Json* list = spec.find({"linux", "resources", "devices"});
-  if (!list || list->is_null()) return rules;
-  if (!list->is_array()) throw Error("`" + std::string(kRules) + "`: want a list, got " + list->dump());
-  for (std::size_t i = 0; i < list->size(); ++i) rules.push_back(parse_rule((*list)[i], at(i)));
-  return rules;
-}
-
 std::vector<DeviceRule> container_rules(const Spec& spec) {
-  std::vector<DeviceRule> rules = spec_rules(spec);
+  std::vector<DeviceRule> rules = read_device_rules(spec);
   const Json* nodes = spec.find({"linux", "devices"});
   for (const auto& d : defaults()) {
     bool dropped = false;

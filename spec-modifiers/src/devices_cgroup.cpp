@@ -10,6 +10,7 @@
 #include <bitset>
 
 #include "host_device.h"
+#include "specshim/device_rules.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
@@ -17,21 +18,11 @@
 namespace specshim {
 namespace {
 
-constexpr std::string_view kRules = "linux.resources.devices";
-
-struct Rule {
-  bool allow = false;
-  char type = 'a';
-  std::optional<std::int64_t> major;  // nullopt: any
-  std::optional<std::int64_t> minor;
-  std::string access;
-};
-
 std::string at(std::string_view list, std::size_t i) {
   return std::string(list) + "[" + std::to_string(i) + "]";
 }
 
-// number reads an optional non-negative integer field (absent or null: any).
+// number reads a linux.devices entry's optional major or minor (absent or null: unknown).
 std::optional<std::int64_t> number(const Json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
@@ -41,47 +32,11 @@ std::optional<std::int64_t> number(const Json& obj, const char* key, const std::
   return it->get<std::int64_t>();
 }
 
-bool valid_access(const std::string& a) {
-  return !a.empty() && a.find_first_not_of("rwm") == std::string::npos;
-}
-
-Rule parse_rule(const Json& j, const std::string& where) {
-  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
-  Rule r;
-  auto allow = j.find("allow");
-  if (allow == j.end() || !allow->is_boolean()) throw Error("`" + where + ".allow`: want true or false");
-  r.allow = allow->get<bool>();
-  if (auto t = j.find("type"); t != j.end() && !t->is_null()) {
-    std::string type = t->is_string() ? t->get<std::string>() : "?";
-    if (type.empty()) type = "a";
-    if (type != "a" && type != "b" && type != "c")
-      throw Error("`" + where + ".type`: " + t->dump() + " is not a, b or c");
-    r.type = type[0];
-  }
-  r.major = number(j, "major", where);
-  r.minor = number(j, "minor", where);
-  auto access = j.find("access");
-  if (access == j.end() || !access->is_string() || !valid_access(access->get<std::string>()))
-    throw Error("`" + where + ".access`: " + (access == j.end() ? std::string("missing") : access->dump()) +
-                " is not a non-empty combination of r, w and m");
-  r.access = access->get<std::string>();
-  return r;
-}
-
-std::vector<Rule> read_rules(const Spec& spec) {
-  std::vector<Rule> rules;
-  const Json* list = spec.find({"linux", "resources", "devices"});
-  if (!list || list->is_null()) return rules;
-  if (!list->is_array()) throw Error("`" + std::string(kRules) + "`: want a list");
-  for (std::size_t i = 0; i < list->size(); ++i) rules.push_back(parse_rule((*list)[i], at(kRules, i)));
-  return rules;
-}
-
-bool matches(const Rule& r, char type, std::int64_t major, std::int64_t minor) {
+bool matches(const DeviceRule& r, char type, std::int64_t major, std::int64_t minor) {
   return (r.type == 'a' || r.type == type) && (!r.major || *r.major == major) && (!r.minor || *r.minor == minor);
 }
 
-bool names_exactly(const Rule& r, char type, std::int64_t major, std::int64_t minor) {
+bool names_exactly(const DeviceRule& r, char type, std::int64_t major, std::int64_t minor) {
   return r.type == type && r.major == major && r.minor == minor;
 }
 
@@ -93,7 +48,7 @@ std::bitset<3> bits(const std::string& access) {
 
 // granted is the access the rules leave for one device: rules apply in order
 // and a later rule overrides an earlier one for the permissions it lists.
-std::bitset<3> granted(const std::vector<Rule>& rules, char type, std::int64_t major, std::int64_t minor) {
+std::bitset<3> granted(const std::vector<DeviceRule>& rules, char type, std::int64_t major, std::int64_t minor) {
   std::bitset<3> g;
   for (const auto& r : rules) {
     if (!matches(r, type, major, minor)) continue;
@@ -105,7 +60,7 @@ std::bitset<3> granted(const std::vector<Rule>& rules, char type, std::int64_t m
 
 // allows_all: the last wildcard rule allows rwm and no deny follows it, as in
 // containerd's privileged spec ([{allow: true, access: rwm}]).
-bool allows_all(const std::vector<Rule>& rules) {
+bool allows_all(const std::vector<DeviceRule>& rules) {
   for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
     if (!r->allow) return false;
     if (r->type == 'a' && !r->major && !r->minor) return bits(r->access).all();
@@ -169,7 +124,7 @@ class DevicesCgroup : public Modifier {
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context&) override {
-    std::vector<Rule> rules = read_rules(spec);
+    std::vector<DeviceRule> rules = read_device_rules(spec);
     const Json* found = spec.find({"linux", "devices"});
     if (!found || found->is_null() || (found->is_array() && found->empty())) return;
     // Read through a const reference and written only where something is
@@ -192,7 +147,7 @@ class DevicesCgroup : public Modifier {
       if ((bits(wanted) & ~granted(rules, type, e.major, e.minor)).none()) continue;
       // A deny with a major number was aimed at this device (or its driver);
       // only type-wide and global denies (the default deny-all) are overridden.
-      auto deny = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) {
+      auto deny = std::find_if(rules.begin(), rules.end(), [&](const DeviceRule& r) {
         return !r.allow && r.major && matches(r, type, e.major, e.minor);
       });
       if (deny != rules.end()) {
@@ -200,7 +155,7 @@ class DevicesCgroup : public Modifier {
                    e.major, e.minor);
         continue;
       }
-      Rule added{true, type, e.major, e.minor, wanted};
+      DeviceRule added{true, type, e.major, e.minor, wanted};
       rules.push_back(added);
       additions.push_back(Json{
           {"allow", true}, {"type", std::string(1, type)}, {"major", e.major}, {"minor", e.minor}, {"access", wanted}});

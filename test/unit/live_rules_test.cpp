@@ -103,8 +103,8 @@ TEST_CASE("live rules: runc's default rules, in runc's order") {
                                  "allow c 136:* rwm", "allow c 5:2 rwm", "allow c 10:200 rwm"});
 }
 
-TEST_CASE("live rules: spec_rules reads linux.resources.devices as runc does") {
-  auto rules = spec_rules(spec_with(R"([
+TEST_CASE("live rules: read_device_rules reads linux.resources.devices as runc does") {
+  auto rules = read_device_rules(spec_with(R"([
     {"allow": false, "access": "rwm"},
     {"allow": true, "type": "c", "major": 1, "minor": 11, "access": "wr"},
     {"allow": true, "type": "b", "major": 8, "minor": null, "access": "mrr"},
@@ -113,13 +113,15 @@ TEST_CASE("live rules: spec_rules reads linux.resources.devices as runc does") {
   ])"));
   CHECK(strs(rules) == std::vector<std::string>{"deny a *:* rwm", "allow c 1:11 rw", "allow b 8:* rm", "deny a *:* m",
                                                 "allow c 4294967295:0 r"});
-  CHECK(spec_rules(Spec::parse("{}")).empty());
-  CHECK(spec_rules(Spec::parse(R"({"linux": {"resources": {}}})")).empty());
-  CHECK(spec_rules(spec_with("null")).empty());
+  CHECK(read_device_rules(Spec::parse("{}")).empty());
+  CHECK(read_device_rules(Spec::parse(R"({"linux": {"resources": {}}})")).empty());
+  CHECK(read_device_rules(spec_with("null")).empty());
 }
 
-TEST_CASE("live rules: spec_rules names the index of a bad entry") {
-  auto error = [](const std::string& devices) { return error_of<Error>([&] { spec_rules(spec_with(devices)); }); };
+TEST_CASE("live rules: read_device_rules names the index of a bad entry") {
+  auto error = [](const std::string& devices) {
+    return error_of<Error>([&] { read_device_rules(spec_with(devices)); });
+  };
   CHECK(error(R"({"allow": true})") == "`linux.resources.devices`: want a list, got {\"allow\":true}");
   CHECK(error(R"([{"allow": true, "access": "r"}, 7])") == "`linux.resources.devices[1]`: want an object, got 7");
   CHECK(error(R"([{"access": "r"}])") == "`linux.resources.devices[0].allow`: missing, want true or false");

@@ -11,21 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "specshim/device_rules.h"
 #include "specshim/spec.h"
 
 namespace specshim::live {
 
-// DeviceRule is one devices-cgroup rule as OCI's linux.resources.devices
-// writes it: type 'a' (all), 'c' or 'b'; a missing major/minor is the
-// wildcard '*'; access is a non-empty subset of "rwm".
-struct DeviceRule {
-  bool allow = true;
-  char type = 'a';
-  std::optional<std::int64_t> major;
-  std::optional<std::int64_t> minor;
-  std::string access = "rwm";
-  bool operator==(const DeviceRule&) const = default;
-};
+// DeviceRule (specshim/device_rules.h) is one devices-cgroup rule.
+using specshim::DeviceRule;
 
 // str is the rule in devices.allow syntax: "c 1:11 rw", "a *:* rwm".
 std::string str(const DeviceRule& rule);
@@ -37,14 +29,10 @@ std::string str(const DeviceRule& rule);
 // since 1.0 has console (5:1): /dev/console is a pts bind mount there.
 const std::vector<DeviceRule>& runc_default_rules();
 
-// spec_rules reads linux.resources.devices of a config.json. Throws Error
-// naming the index of an entry that is not a valid rule.
-std::vector<DeviceRule> spec_rules(const Spec& spec);
-
 // container_rules are the rules runc applied when it created the container
-// from spec: spec_rules, then runc_default_rules without the defaults whose
+// from spec: read_device_rules, then runc_default_rules without the defaults whose
 // path (/dev/null, ...) linux.devices lists (runc drops those in favour of
-// the spec's entry). Throws Error as spec_rules does.
+// the spec's entry). Throws Error as read_device_rules does.
 std::vector<DeviceRule> container_rules(const Spec& spec);
 
 // Access is one device access a program decides on.
