@@ -191,7 +191,7 @@ std::optional<Config> read_config(config::Section& s) {
 
 struct Cpuset::State {
   Config config;
-  std::optional<KubeletSession> session;
+  std::shared_ptr<KubeletSession> session;
   std::vector<std::string> changes;  // what the last apply set
 
   // Per apply.
@@ -275,9 +275,12 @@ struct Cpuset::State {
   }
 };
 
-Cpuset::Cpuset(Config config, device_plugin::ClientFactory make_client) : state_(std::make_unique<State>()) {
+Cpuset::Cpuset(Config config, device_plugin::ClientFactory make_client)
+    : Cpuset(config, std::make_shared<KubeletSession>(std::move(make_client), config.budget)) {}
+
+Cpuset::Cpuset(Config config, std::shared_ptr<KubeletSession> session) : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
-  state_->session.emplace(std::move(make_client), state_->config.budget);
+  state_->session = std::move(session);
 }
 
 Cpuset::~Cpuset() = default;
@@ -336,12 +339,13 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_cpuset(config::Section& s) {
+std::unique_ptr<Modifier> make_cpuset(config::Section& s, KubeletSessions& sessions) {
   auto config = cpuset::read_config(s);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
-  return std::make_unique<cpuset::Cpuset>(std::move(*config),
-                                          [options] { return kubelet::make_helper_client(options); });
+  auto session = sessions.session(config->kubelet_root, config->budget,
+                                  [options] { return kubelet::make_helper_client(options); });
+  return std::make_unique<cpuset::Cpuset>(std::move(*config), std::move(session));
 }
 
 }  // namespace specshim

@@ -68,7 +68,7 @@ struct Resolution {
 struct DevicePlugin::State {
   Config config;
   NodeLookup lookup;
-  std::optional<KubeletSession> session;
+  std::shared_ptr<KubeletSession> session;
   std::map<std::string, std::size_t> memo;                     // memo_key -> index in resolved
   std::deque<Resolution> resolved;                             // in resolution order; references stay valid
   std::vector<std::string> changes;                            // what the last apply merged
@@ -460,9 +460,13 @@ struct DevicePlugin::State {
 };
 
 DevicePlugin::DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup)
+    : DevicePlugin(config, std::make_shared<KubeletSession>(std::move(make_client), config.budget), std::move(lookup)) {
+}
+
+DevicePlugin::DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup)
     : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
-  state_->session.emplace(std::move(make_client), state_->config.budget);
+  state_->session = std::move(session);
   state_->lookup = std::move(lookup);
 }
 
@@ -511,12 +515,13 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_device_plugin(config::Section& s) {
+std::unique_ptr<Modifier> make_device_plugin(config::Section& s, KubeletSessions& sessions) {
   auto config = device_plugin::read_config(s);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
-  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config),
-                                                       [options] { return kubelet::make_helper_client(options); });
+  auto session = sessions.session(config->kubelet_root, config->budget,
+                                  [options] { return kubelet::make_helper_client(options); });
+  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config), std::move(session));
 }
 
 }  // namespace specshim

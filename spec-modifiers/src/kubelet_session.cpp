@@ -33,6 +33,14 @@ const kubelet::PodResources& KubeletSession::pod_resources(const std::string& ns
   return *pod_resources_;
 }
 
+std::shared_ptr<KubeletSession> KubeletSessions::session(const std::filesystem::path& root,
+                                                         std::chrono::milliseconds budget,
+                                                         KubeletClientFactory make_client) {
+  auto& s = sessions_[{root.lexically_normal().string(), budget.count()}];
+  if (!s) s = std::make_shared<KubeletSession>(std::move(make_client), budget);
+  return s;
+}
+
 void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget) {
   if (auto root = s.string("kubelet-root")) {
     if (root->empty() || (*root)[0] != '/' || contains_control(*root))

@@ -11,17 +11,27 @@
 
 namespace specshim {
 
+namespace {
+
+// alone adapts the factory of a modifier that shares nothing.
+template <std::unique_ptr<Modifier> (*make)(config::Section&)>
+std::unique_ptr<Modifier> alone(config::Section& section, KubeletSessions&) {
+  return make(section);
+}
+
+}  // namespace
+
 const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       // clang-format off
-      {"passwd", make_passwd},
+      {"passwd", alone<make_passwd>},
       {"device-plugin", make_device_plugin},
       {"cpuset", make_cpuset},
-      {"cdi", make_cdi},
-      {"requirements", make_requirements},
-      {"devices-cgroup", make_devices_cgroup},
-      {"patches", make_patches},
+      {"cdi", alone<make_cdi>},
+      {"requirements", alone<make_requirements>},
+      {"devices-cgroup", alone<make_devices_cgroup>},
+      {"patches", alone<make_patches>},
       // clang-format on
   };
   return entries;
@@ -45,12 +55,13 @@ Chain build_chain(config::Section& root) {
   }
 
   std::vector<std::unique_ptr<Modifier>> modifiers;
+  KubeletSessions sessions;  // each modifier keeps the one it uses
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view
     // of the root that sees only its key.
     config::Section section = root.kind(e.name) == config::Kind::array ? root.only(e.name) : root.section(e.name);
-    std::unique_ptr<Modifier> m = e.make(section);
+    std::unique_ptr<Modifier> m = e.make(section, sessions);
     section.finish();
     if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));
   }

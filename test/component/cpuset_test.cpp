@@ -109,6 +109,37 @@ TEST_CASE("cpuset: a container-sync sibling gets its source's exclusive CPUs and
                              Contains("linux.resources.cpu.cpus = \"2-3\" (container `main` \"2-3\")"));
 }
 
+TEST_CASE("cpuset: next to device-plugin on the same kubelet, one helper asks the pod's resources once") {
+  Node node;
+  kubelet::AllocateResponse gpu;
+  gpu.devices = {{"/dev/gpu0", "/dev/null", "rw"}};
+  test::write_checkpoint(node.root, {{"uid-1", "main", "example.com/gpu", {{"0", {"GPU-1"}}}, gpu}}, {},
+                         test::CheckpointLayout::numa);
+  std::string both =
+      "[chain]\norder = [\"device-plugin\", \"cpuset\"]\n"
+      "[device-plugin]\nenabled = true\nkubelet-root = \"" +
+      node.root.string() +
+      "\"\n"
+      "[[device-plugin.resources]]\nname = \"example.com/gpu\"\nproviders = [\"container-sync\"]\n"
+      "[cpuset]\nenabled = true\nkubelet-root = \"" +
+      node.root.string() + "\"\n";
+  Json doc = {{"ociVersion", "1.1.0"}, {"process", {{"args", {"sh"}}}}, {"annotations", sibling_of("main")}};
+  fs::create_directories(node.bundle);
+  test::write_file(node.bundle / "config.json", doc.dump(2) + "\n");
+  auto out = test::run_pipeline(node.bundle, both);
+  const Json* devices = out.spec.find({"linux", "devices"});
+  REQUIRE(devices);
+  CHECK((*devices)[0]["path"] == "/dev/gpu0");
+  CHECK(cpu_of(out) == Json{{"cpus", "2-3"}, {"mems", "1"}});
+  CHECK(node.kubelet->calls("Get") == 1);
+  // Different budgets are different sessions: each modifier asks for itself.
+  fs::remove(node.bundle / "config.json");
+  test::write_file(node.bundle / "config.json", doc.dump(2) + "\n");
+  auto apart = test::run_pipeline(node.bundle, both + "budget-ms = 1500\n");
+  CHECK(cpu_of(apart) == Json{{"cpus", "2-3"}, {"mems", "1"}});
+  CHECK(node.kubelet->calls("Get") == 3);
+}
+
 TEST_CASE("cpuset: a pod-sync sibling gets the union over the pod's containers") {
   Node node;
   auto out = node.create(kPodSync);

@@ -54,8 +54,9 @@ IdSet unite(const IdSet& a, const IdSet& b);
 enum class OnError { fail, skip };
 
 // Config is the [cpuset] table. The kubelet keys are the cpuset modifier's
-// own, with [device-plugin]'s defaults: each modifier builds its own client
-// and spends its own budget.
+// own, with [device-plugin]'s defaults. When both tables name the same
+// kubelet root and budget, the two modifiers share one session
+// (KubeletSessions): one client, one budget, PodResources asked once.
 struct Config {
   bool enabled = false;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
@@ -74,6 +75,7 @@ std::optional<Config> read_config(config::Section& s);
 class Cpuset final : public Modifier {
  public:
   Cpuset(Config config, device_plugin::ClientFactory make_client);
+  Cpuset(Config config, std::shared_ptr<KubeletSession> session);
   ~Cpuset() override;
 
   std::string_view name() const override { return "cpuset"; }

@@ -163,6 +163,7 @@ using ClientFactory = KubeletClientFactory;
 class DevicePlugin final : public Modifier {
  public:
   DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup = stat_host_node);
+  DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup = stat_host_node);
   ~DevicePlugin() override;
 
   std::string_view name() const override { return "device-plugin"; }

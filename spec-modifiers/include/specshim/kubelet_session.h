@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kubelet as one create's modifier sees it (device-plugin, cpuset): the
+// The kubelet as one create's modifiers see it (device-plugin, cpuset): the
 // client made the first time it is needed, one budget for every call, and
-// each pod's PodResources asked at most once.
+// each pod's PodResources asked at most once, for every modifier that asks
+// the same kubelet.
 #pragma once
 
 #include <chrono>
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +46,20 @@ class KubeletSession {
   std::optional<std::pair<std::string, std::string>> pod_asked_;  // ns, name
   std::optional<kubelet::PodResources> pod_resources_;            // of pod_asked_
   std::exception_ptr pod_failure_;                                // of pod_asked_
+};
+
+// KubeletSessions are a chain's sessions: one per kubelet root and budget,
+// shared by every modifier configured with both. device-plugin and cpuset on
+// the same node then start one helper and ask a pod's PodResources once.
+class KubeletSessions {
+ public:
+  // session returns the session for root and budget; make_client is kept
+  // only by the call that makes it.
+  std::shared_ptr<KubeletSession> session(const std::filesystem::path& root, std::chrono::milliseconds budget,
+                                          KubeletClientFactory make_client);
+
+ private:
+  std::map<std::pair<std::string, std::chrono::milliseconds::rep>, std::shared_ptr<KubeletSession>> sessions_;
 };
 
 // read_kubelet_keys reads the keys every kubelet-asking table has:

@@ -8,15 +8,17 @@
 
 #include "specshim/chain.h"
 #include "specshim/config.h"
+#include "specshim/kubelet_session.h"
 
 namespace specshim {
 
 // ModifierEntry names one modifier and how to build it from its config table
-// ([<name>] in config.toml; the table may be absent). make returns nullptr when
-// the modifier is disabled by its config.
+// ([<name>] in config.toml; the table may be absent) and what the chain's
+// modifiers share (the kubelet sessions). make returns nullptr when the
+// modifier is disabled by its config.
 struct ModifierEntry {
   std::string_view name;
-  std::unique_ptr<Modifier> (*make)(config::Section& section);
+  std::unique_ptr<Modifier> (*make)(config::Section& section, KubeletSessions& sessions);
 };
 
 // registry lists every modifier in its default chain order.
