@@ -41,11 +41,10 @@ int dry_run_main(const std::vector<std::string>& argv) {
     for (const auto& [name, f] : out.ctx.bundle_files)
       std::cerr << "dry-run: would write " << (out.ctx.bundle / name).string() << " (" << f.content.size()
                 << " bytes)\n";
-    std::cerr << "dry-run: " << out.result.passes << " pass(es); changed by: " << (out.result.changed_by.empty() ? std::string("nothing") : [&] {
-      std::string s;
-      for (auto& n : out.result.changed_by) s += (s.empty() ? "" : ", ") + n;
-      return s;
-    }()) << "\n";
+    std::string changed_by;
+    for (const auto& n : out.result.changed_by) changed_by += (changed_by.empty() ? "" : ", ") + n;
+    std::cerr << "dry-run: " << out.result.passes
+              << " pass(es); changed by: " << (changed_by.empty() ? "nothing" : changed_by) << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "specshim dry-run: " << describe(e) << "\n";

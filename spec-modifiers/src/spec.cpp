@@ -161,8 +161,7 @@ class SpecWriter {
   // Runs of plain bytes are copied whole: nearly every string is one run.
   void string(std::string_view s) {
     std::size_t mark = n_;
-    room(s.size() + 2);
-    out_[n_++] = '"';
+    put('"');
     for (std::size_t i = 0;;) {
       std::size_t run = plain_run(s.substr(i));
       put(s.substr(i, run));
