@@ -37,8 +37,16 @@ const std::vector<ModifierEntry>& registry() {
   return entries;
 }
 
-Chain build_chain(config::Section& root) {
+std::vector<std::string> default_order() {
   std::vector<std::string> order;
+  for (const auto& e : registry()) order.emplace_back(e.name);
+  return order;
+}
+
+Chain build_chain(config::Section& root) {
+  // A key left out means its default, whether or not its table is there: a
+  // [chain] table of comments alone (the shipped file) keeps the default order.
+  std::vector<std::string> order = default_order();
   std::int64_t max_passes = 8;
   if (auto chain = root.table("chain")) {
     if (auto o = chain->strings("order")) order = *o;
@@ -50,8 +58,6 @@ Chain build_chain(config::Section& root) {
       if (std::count(order.begin(), order.end(), name) > 1)
         chain->fail("order", "modifier `" + name + "` listed twice");
     }
-  } else {
-    for (const auto& e : registry()) order.emplace_back(e.name);
   }
 
   std::vector<std::unique_ptr<Modifier>> modifiers;

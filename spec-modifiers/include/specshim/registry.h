@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct ModifierEntry {
 
 // registry lists every modifier in its default chain order.
 const std::vector<ModifierEntry>& registry();
+
+// default_order is [chain] order when the key is absent: every modifier, in
+// registry order.
+std::vector<std::string> default_order();
 
 // build_chain reads [chain] (order, max-passes) and each modifier's table from
 // root, builds the enabled modifiers in order and returns the chain. Throws
