@@ -103,6 +103,13 @@ Kind Section::kind(std::string_view key) const {
   }
 }
 
+std::string Section::where(std::string_view key) const {
+  std::string name = "`" + prefix_ + (prefix_.empty() ? "" : ".") + std::string(key) + "`";
+  auto* n = static_cast<const toml::node*>(node(key));
+  if (!n || !n->source().begin.line) return name;
+  return name + " (line " + std::to_string(n->source().begin.line) + ")";
+}
+
 void Section::fail(std::string_view key, std::string_view message) const {
   std::string where = "config `" + file_ + "`: ";
   std::string name = prefix_;

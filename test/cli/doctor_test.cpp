@@ -110,6 +110,39 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
           "rule `vfio` matches resources, but the device-plugin modifier that writes specshim.io/resources is off"));
 }
 
+TEST_CASE("doctor: the shipped config turns on the documented defaults and is not warned about") {
+  FakeHost h;
+  fs::copy_file(SPECSHIM_TEST_DATA_DIR "/../packaging/specshim.toml", h.config, fs::copy_options::overwrite_existing);
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "modifiers on: passwd, cdi, devices-cgroup; "
+                                  "off: device-plugin, cpuset, requirements, patches"));
+  REQUIRE_THAT(report, !HasFinding("config", "warn", "no modifier is on"));
+}
+
+TEST_CASE("doctor: a config that turns every modifier off is a warning naming the keys that did it") {
+  FakeHost h;
+  h.write_config("[chain]\norder = []\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "no modifier is on, so specshim changes no container: "
+                                      "`chain.order` (line 4) is empty"));
+  h.write_config(
+      "[chain]\norder = [\"passwd\", \"cdi\"]\n[passwd]\nenabled = false\n[cdi]\nenabled = false\n"
+      "[devices-cgroup]\nenabled = false\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
+                                      "leaves out device-plugin, cpuset, requirements, devices-cgroup, patches; "
+                                      "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
+  h.write_config("[passwd]\nenabled = false\n[cdi]\nenabled = false\n[devices-cgroup]\nenabled = false\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
+                                      "(line 8) are false; device-plugin, cpuset, requirements, patches are off "
+                                      "until configured"));
+  h.write_config("[chain]\norder = [\"cdi\"]\n");
+  REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "no modifier is on"));
+}
+
 TEST_CASE("doctor: [device-plugin.dra] enabled with device-plugin or cdi off is a warning") {
   FakeHost h;
   h.write_config("[device-plugin.dra]\nenabled = true\n");

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Doctor's config check: the config loads exactly as create would load it.
+#include <algorithm>
+
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
@@ -30,6 +32,40 @@ void read_probed_tables(const config::Document& doc, Loaded& loaded) {
   loaded.device_plugin = device_plugin::read_table(device_plugin);
 }
 
+// why_none_on says which keys turned every modifier off: `chain.order`
+// when it leaves them out, else each `<modifier>.enabled = false`, and the
+// modifiers that are off until configured. A node where specshim changes
+// nothing is almost always a mistake (issue 27: the shipped file did that).
+std::string why_none_on(const config::Document& doc) {
+  auto root = doc.root();
+  std::vector<std::string> order = default_order();
+  std::string left_out;
+  if (auto chain = root.table("chain"); chain && chain->has("order")) {
+    order = chain->strings("order").value_or(order);
+    if (order.empty()) return chain->where("order") + " is empty";
+    left_out = chain->where("order") + " leaves out ";
+  }
+  std::vector<std::string> disabled, unlisted, unconfigured;
+  for (const auto& e : registry()) {
+    std::string name(e.name);
+    if (std::find(order.begin(), order.end(), name) == order.end()) {
+      unlisted.push_back(name);
+      continue;
+    }
+    auto table = root.kind(name) == config::Kind::table ? root.table(name) : std::nullopt;
+    if (table && table->boolean("enabled") == false)
+      disabled.push_back(table->where("enabled"));
+    else
+      unconfigured.push_back(name);
+  }
+  std::vector<std::string> parts;
+  if (!unlisted.empty()) parts.push_back(left_out + join(unlisted, ", "));
+  if (!disabled.empty()) parts.push_back(join(disabled, ", ") + (disabled.size() == 1 ? " is" : " are") + " false");
+  if (!unconfigured.empty())
+    parts.push_back(join(unconfigured, ", ") + (unconfigured.size() == 1 ? " is" : " are") + " off until configured");
+  return join(parts, "; ");
+}
+
 }  // namespace
 
 Check check_config(const std::filesystem::path& file, Loaded& loaded) {
@@ -58,6 +94,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
       list += (list.empty() ? "" : ", ") + std::string(e.name);
     }
     c.add(Status::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
+    if (on.empty()) c.add(Status::warn, "no modifier is on, so specshim changes no container: " + why_none_on(doc));
     for (const auto& r : loaded.rules) {
       c.add(Status::info, "requirements rule " + describe_rule(r));
       // specshim.io/resources is written by the device-plugin modifier; without it the annotation is

@@ -50,6 +50,9 @@ class Section {
   // be empty ("write each <noun> as an array table, [[key]]").
   bool lists(std::string_view key, std::string_view noun);
 
+  // where names key for a message: "`chain.order` (line 3)".
+  std::string where(std::string_view key) const;
+
   // fail throws an Error located at key (or at the table itself when key is empty).
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
   // finish checks that every key was read; call once after reading.
