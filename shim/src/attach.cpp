@@ -352,12 +352,6 @@ void add_cdi_edits(const cdi::ContainerEdits& e, const std::string& name, const 
   if (e.intel_rdt) w.not_applied.push_back({name, "intelRdt", e.intel_rdt->clos_id});
 }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
-
 // cdi_wanted loads the requested CDI devices from the configured spec dirs.
 // An unknown name fails naming every spec file that did not load, as create does.
 void cdi_wanted(const Target& t, const std::vector<std::string>& names, Wanted& w) {

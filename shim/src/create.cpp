@@ -56,7 +56,7 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
     stop_debug_log();
     exec_runtime(runtime, argv);
   } catch (const std::exception& e) {
-    std::string msg = "specshim: " + describe(e);
+    std::string msg = cap_message("specshim: " + describe(e));
     log::write(log::Level::error, msg);
     stop_debug_log();
     report_error(parsed.log, parsed.log_format, msg);

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "specshim/error.h"
+
 namespace specshim::shim {
 namespace {
 
@@ -70,7 +72,7 @@ std::string format_runc_log_line(std::string_view level, std::string_view msg, s
 }
 
 void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg) {
-  std::string line = format_runc_log_line("error", msg, format, rfc3339_now());
+  std::string line = format_runc_log_line("error", cap_message(msg), format, rfc3339_now());
   int fd = -1;
   if (log_path && !log_path->empty())
     fd = ::open(log_path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -15,7 +15,7 @@ std::string format_runc_log_line(std::string_view level, std::string_view msg, s
                                  std::string_view time);
 
 // report_error appends an error line to log_path (stderr when absent or
-// unwritable). containerd shows the msg of the last error line as
+// unwritable), its msg capped at kMessageMax bytes (cap_message). containerd shows the msg of the last error line as
 // "OCI runtime create failed: <msg>".
 void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg);
 

@@ -63,12 +63,6 @@ std::vector<std::string> requested_devices(const Spec& spec) {
   return names;
 }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
-
 // ---- containerEdits → OCI ----
 
 // merge concatenates edits as upstream's ContainerEdits.Append: lists are
@@ -445,15 +439,18 @@ Error cdi::unresolvable_error(const std::vector<std::string>& missing, const Reg
     auto origin = origins.find(name);
     named.push_back(origin == origins.end() ? name : name + " (from " + origin->second + ")");
   }
-  std::string msg = "unresolvable CDI devices " + join(named, ", ");
+  std::string msg = "unresolvable CDI devices " + join_some(named, ", ");
   std::vector<std::string> failed;
   for (const auto& f : reg.files)
     if (f.status == cdi::SpecFileResult::Status::failed) failed.push_back(f.path + ": " + f.error);
-  if (!failed.empty()) msg += "; spec files not loaded: " + join(failed, "; ");
+  if (!failed.empty()) msg += "; spec files not loaded: " + join_some(failed, "; ");
+  std::vector<std::string> conflicts;
   for (const auto& name : missing)
     if (auto c = reg.conflicts.find(name); c != reg.conflicts.end())
-      msg += "; " + name + " is defined by more than one spec file of the same dir: " + join(c->second, ", ");
-  if (!reg.dir_errors.empty()) msg += "; " + join(reg.dir_errors, "; ");
+      conflicts.push_back(name +
+                          " is defined by more than one spec file of the same dir: " + join_some(c->second, ", "));
+  if (!conflicts.empty()) msg += "; " + join_some(conflicts, "; ");
+  if (!reg.dir_errors.empty()) msg += "; " + join_some(reg.dir_errors, "; ");
   msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
   return Error(msg);
 }

@@ -24,15 +24,10 @@
 namespace specshim::device_plugin {
 namespace {
 
-std::string join(const std::vector<std::string>& items, std::string_view sep = ",") {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
-
-// label names a request in messages: `nvidia.com/gpu` GPU-1,GPU-2.
+// label names a request in messages: `nvidia.com/gpu` GPU-1,GPU-2. A
+// direct request's ids are the tenant's: only the first few are named.
 std::string label(const std::string& resource, const std::vector<std::string>& ids) {
-  return "`" + resource + "` " + join(ids);
+  return "`" + resource + "` " + join_some(ids, ",");
 }
 
 std::string memo_key(const std::string& resource, std::vector<std::string> ids) {
@@ -237,7 +232,8 @@ struct DevicePlugin::State {
       req.via_resources = by->via_resources;
       if (std::find(req.via_resources.begin(), req.via_resources.end(), r.name) != req.via_resources.end()) {
         settle({&r}, "resolve " + label(r.name, req.ids), socket_of(r),
-               "reference cycle, the chain cannot converge: " + join(req.via, " → ") + " → " + label(r.name, req.ids));
+               "reference cycle, the chain cannot converge: " + join_some(req.via, " → ") + " → " +
+                   label(r.name, req.ids));
         return std::nullopt;
       }
       return req;
@@ -258,7 +254,7 @@ struct DevicePlugin::State {
       for (const auto& d : req.ids)
         if (!held.count(d)) foreign.push_back(d);
       if (!foreign.empty())
-        throw kubelet::NotFound("names devices " + join(foreign) + " that pod `" + id.pod.str() +
+        throw kubelet::NotFound("names devices " + join_some(foreign, ",") + " that pod `" + id.pod.str() +
                                 "` does not hold (direct-requires-pod-devices = true)");
     } catch (const kubelet::Error& e) {
       settle({&r}, what, pod_resources_socket(), e.what());
@@ -302,7 +298,7 @@ struct DevicePlugin::State {
       ctx->cdi_origins.emplace(name, origin);
     }
     if (merge_list_annotation(spec, kCdiDevices, names)) {
-      changes.push_back("handed over CDI devices " + join(names) + " of DRA claims");
+      changes.push_back("handed over CDI devices " + join(names, ",") + " of DRA claims");
       for (const auto& [name, origin] : dra_names)
         log::debug("device-plugin: CDI device {} for {}: from {}", name, target, origin);
     }

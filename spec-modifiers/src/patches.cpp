@@ -155,12 +155,6 @@ Json patched(const Json& spec, const Patch& p) {
   return doc;
 }
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> recorded(const Spec& spec) {
@@ -190,8 +184,8 @@ void Patches::apply(Spec& spec, Context&) {
   }
   if (applied.empty()) return;
   // Written after the patches, so an operation on the annotations cannot drop the record.
-  spec.object_at({"annotations"})[std::string(kRecordAnnotation)] = join(done);
-  last_change_ = "applied " + join(applied);
+  spec.object_at({"annotations"})[std::string(kRecordAnnotation)] = join(done, ",");
+  last_change_ = "applied " + join(applied, ",");
 }
 
 }  // namespace patches

@@ -394,6 +394,39 @@ TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bound
   }
 }
 
+TEST_CASE("a refused create lists at most a few tenant-supplied items and caps its whole message") {
+  Cli c;
+  c.write_config("[chain]\norder = [\"cdi\"]\n[cdi]\nspec-dirs = [\"" + (c.tmp / "no-cdi").string() + "\"]\n");
+  auto create_with = [&](const std::string& annotation) {
+    write_file(c.bundle / "config.json",
+               "{\"ociVersion\": \"1.0.2\", \"process\": {\"args\": [\"sh\"]},\n"
+               " \"annotations\": {\"cdi.k8s.io/t\": \"" +
+                   annotation + "\"}}\n");
+    auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "ctr"}));
+    CHECK(r.exit_code == 1);
+    CHECK_FALSE(c.runtime_ran());
+    CHECK(fs::file_size(c.log) < 5000);  // the one line, msg and all
+    return c.last_error();
+  };
+
+  SECTION("20,000 unresolvable CDI names: ten are named, then how many more") {
+    std::string names;
+    for (int i = 0; i < 20000; ++i) names += (i ? "," : "") + std::string("vendor.com/gpu=") + std::to_string(i);
+    REQUIRE(names.size() > 300000);
+    std::string msg = create_with(names);
+    CHECK_THAT(msg, Catch::StartsWith("specshim: cdi: unresolvable CDI devices vendor.com/gpu="));
+    CHECK_THAT(msg, Catch::Contains(", \u2026 and 19990 more; searched " + (c.tmp / "no-cdi").string()));
+    CHECK(msg.size() < 1000);
+  }
+  SECTION("one name of 100,000 characters: the message is cut at 4 KiB and says so") {
+    std::string msg = create_with("vendor.com/gpu" + std::string(100000, 'x'));
+    CHECK_THAT(msg, Catch::StartsWith("specshim: cdi: annotation \"cdi.k8s.io/t\": invalid CDI device name "));
+    CHECK_THAT(msg, Catch::EndsWith(" bytes]"));
+    CHECK_THAT(msg, Catch::Contains(" \u2026 [message cut: "));
+    CHECK(msg.size() <= 4096);
+  }
+}
+
 // What a command prints on stdout; it must exit 0.
 static std::string output(const std::string& cmd) {
   std::string out;

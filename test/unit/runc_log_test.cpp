@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "specshim/error.h"
 #include "tempdir.h"
 
 using namespace specshim::shim;
@@ -35,4 +36,44 @@ TEST_CASE("report_error appends to the --log file") {
                Catch::StartsWith(
                    "{\"level\":\"info\",\"msg\":\"earlier\"}\n{\"level\":\"error\",\"msg\":\"boom\",\"time\":\"20"));
   REQUIRE(rfc3339_now().size() == 20);
+}
+
+TEST_CASE("join_some names at most a few items, then how many more") {
+  using specshim::join_some;
+  REQUIRE(join_some({}, ", ") == "");
+  REQUIRE(join_some({"a", "b"}, ", ", 2) == "a, b");
+  REQUIRE(join_some({"a", "b", "c"}, ", ", 2) == "a, b, \u2026 and 1 more");
+  std::vector<std::string> many(25, "x");
+  REQUIRE(join_some(many, ",") == "x,x,x,x,x,x,x,x,x,x,\u2026 and 15 more");
+}
+
+TEST_CASE("cap_message keeps a short message and cuts a long one at a character, marked") {
+  using specshim::cap_message;
+  REQUIRE(cap_message("short", 64) == "short");
+  std::string exact(4096, 'a');
+  REQUIRE(cap_message(exact) == exact);
+  std::string cut = cap_message(std::string(10000, 'a'));
+  REQUIRE(cut.size() <= 4096);
+  REQUIRE(cut.size() > 4000);
+  REQUIRE_THAT(cut, Catch::EndsWith("aaa \u2026 [message cut: 10000 bytes]"));
+  // A two-byte character across the cut is dropped whole, never halved.
+  for (std::size_t pad = 0; pad < 4; ++pad) {
+    std::string text = std::string(pad, 'a');
+    while (text.size() < 200) text += "\xc3\xa9";  // é
+    std::string out = cap_message(text, 100);
+    REQUIRE(out.size() <= 100);
+    REQUIRE_NOTHROW(nlohmann::json::parse(nlohmann::json(out).dump()));  // valid UTF-8 throughout
+    REQUIRE((static_cast<unsigned char>(out[out.find(" \u2026 [") - 1]) & 0xC0) != 0xC0);
+  }
+}
+
+TEST_CASE("report_error caps the msg of the line it writes") {
+  specshim::test::TempDir d;
+  auto log = (d / "log.json").string();
+  report_error(log, "json", std::string(100000, 'm'));
+  auto text = specshim::test::read_file(log);
+  REQUIRE(text.size() < 4200);
+  auto msg = nlohmann::json::parse(text)["msg"].get<std::string>();
+  REQUIRE(msg.size() <= specshim::kMessageMax);
+  REQUIRE_THAT(msg, Catch::EndsWith("[message cut: 100000 bytes]"));
 }

@@ -11,6 +11,7 @@
 
 #include "settings.h"
 #include "specshim/device_plugin.h"
+#include "specshim/error.h"
 #include "specshim/requirements.h"
 
 namespace specshim::shim::doctor {
@@ -80,9 +81,8 @@ std::string render_text(const std::vector<Check>& checks, bool verbose = false);
 std::string render_json(const std::vector<Check>& checks);
 int problems(const std::vector<Check>& checks);
 
-// count says "1 device", "2 devices"; join puts sep between items.
+// count says "1 device", "2 devices".
 std::string count(std::size_t n, std::string_view noun);
-std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 // connect_unix reports whether a unix stream socket accepts a connection:
 // empty on success, else why not ("connection refused").

@@ -48,12 +48,6 @@ std::string count(std::size_t n, std::string_view noun) {
   return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
-
 std::string render_text(const std::vector<Check>& checks, bool verbose) {
   // Problems are upper case so they stand out in a long report.
   auto label = [](Status s) -> std::string {
