@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "cdi_internal.h"
 #include "host_device.h"
@@ -172,12 +173,10 @@ const Json* destination(const Json& mount) {
   return it != mount.end() && it->is_string() ? &*it : nullptr;
 }
 
-// mount_depth counts the '/' in Go's filepath.Clean(destination), the key
+// path_depth counts the '/' in Go's filepath.Clean(path), the key
 // upstream sorts mounts by. Clean leaves `ups` leading ".." (relative paths
 // only) and then `depth` names; no part is copied.
-std::size_t mount_depth(const Json& mount) {
-  const Json* dest = destination(mount);
-  std::string_view path = dest ? std::string_view(dest->get_ref<const std::string&>()) : std::string_view();
+std::size_t path_depth(std::string_view path) {
   bool rooted = !path.empty() && path[0] == '/';
   std::size_t ups = 0, depth = 0;
   std::size_t start = 0;
@@ -199,6 +198,12 @@ std::size_t mount_depth(const Json& mount) {
   std::size_t parts = ups + depth;
   if (rooted) return std::max<std::size_t>(parts, 1);
   return parts == 0 ? 0 : parts - 1;
+}
+
+// mount_depth is path_depth of a mount's destination.
+std::size_t mount_depth(const Json& mount) {
+  const Json* dest = destination(mount);
+  return path_depth(dest ? std::string_view(dest->get_ref<const std::string&>()) : std::string_view());
 }
 
 // put_unique appends value to list unless an equal element is there.
@@ -254,45 +259,61 @@ class Injector {
     for (const auto& n : nets) map[n.host_interface_name] = Json{{"name", n.name}};
   }
 
-  // mounts adds each mount, replacing the first one with the same destination
-  // (removed, and the new one appended, as upstream), then sorts by depth.
-  // The spec's mounts are found through an index by destination, built once,
-  // not by a scan per mount: NVIDIA's specs carry 40 and more.
+  // mounts writes the CDI mounts so that the result depends only on the
+  // spec's other mounts and the final CDI mount set, never on what an earlier
+  // run (containerd's own CDI, a retried create) left: of several CDI mounts
+  // at one destination the last wins, at the place of its last mention (as
+  // upstream's remove-then-append gives); every spec mount at a CDI
+  // destination is replaced (upstream removes only the first, which a second
+  // run would then find again); the CDI mounts follow the others, and the
+  // whole list is sorted stably by depth (upstream's sortMounts). Run again
+  // on its own output it finds that order and changes nothing. The spec's
+  // mounts are found through an index by destination, built once, not by a
+  // scan per mount: NVIDIA's specs carry 40 and more.
   void mounts(const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return;
-    Json& list = spec_.array_at({"mounts"});
-    // Each mount is looked for at its destination first: when all are there
-    // as they would be written (a later pass), the list is not touched.
-    std::unordered_map<std::string_view, std::size_t> by_dest;
-    for (std::size_t i = 0; i < list.size(); ++i)
-      if (const Json* dest = destination(list[i])) by_dest.emplace(dest->get_ref<const std::string&>(), i);
-    auto present = [&](const cdi::Mount& m) {
-      auto at = by_dest.find(m.container_path);
-      return at != by_dest.end() && is_oci_mount(list[at->second], m);
-    };
-    if (std::all_of(mounts.begin(), mounts.end(), present)) return;
+    std::unordered_map<std::string_view, std::size_t> last;  // destination -> its last CDI mount
+    for (std::size_t i = 0; i < mounts.size(); ++i) last[mounts[i].container_path] = i;
+    std::vector<const cdi::Mount*> wanted;
+    std::unordered_map<std::string_view, std::size_t> wanted_at;  // destination -> index in wanted
+    for (std::size_t i = 0; i < mounts.size(); ++i)
+      if (last[mounts[i].container_path] == i) {
+        wanted_at.emplace(mounts[i].container_path, wanted.size());
+        wanted.push_back(&mounts[i]);
+      }
 
-    // Moving a mount keeps its strings where they are, so by_dest's views
-    // stay valid: from here on it maps a destination to its latest slot.
-    std::vector<Json> slots(std::make_move_iterator(list.begin()), std::make_move_iterator(list.end()));
-    std::vector<bool> removed(slots.size(), false);
-    auto& slot_of = by_dest;
-    for (const auto& m : mounts) {
-      auto same_dest = slot_of.find(m.container_path);
-      if (same_dest != slot_of.end() && is_oci_mount(slots[same_dest->second], m)) continue;
-      if (same_dest != slot_of.end()) removed[same_dest->second] = true;
-      slot_of[m.container_path] = slots.size();
-      slots.push_back(oci_mount(m));
-      removed.push_back(false);
+    // The spec's mounts outside the CDI destinations keep their order; at a
+    // CDI destination, the first one already written exactly as wanted is
+    // reused (no new JSON), every other one goes.
+    const Json* before = std::as_const(spec_).find({"mounts"});
+    constexpr std::size_t kNew = static_cast<std::size_t>(-1);
+    std::vector<std::size_t> reuse(wanted.size(), kNew);
+    // (depth, slot): slot < n is the spec's mount there, else wanted[slot - n].
+    std::vector<std::pair<std::size_t, std::size_t>> order;
+    const std::size_t n = before && before->is_array() ? before->size() : 0;
+    order.reserve(n + wanted.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const Json& mount = (*before)[i];
+      const Json* dest = destination(mount);
+      auto w = dest ? wanted_at.find(dest->get_ref<const std::string&>()) : wanted_at.end();
+      if (w == wanted_at.end())
+        order.emplace_back(mount_depth(mount), i);
+      else if (reuse[w->second] == kNew && is_oci_mount(mount, *wanted[w->second]))
+        reuse[w->second] = i;
     }
-    // Each mount's depth is computed once; mounts are moved, never copied.
-    std::vector<std::pair<std::size_t, Json>> keyed;
-    keyed.reserve(slots.size());
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (!removed[i]) keyed.emplace_back(mount_depth(slots[i]), std::move(slots[i]));
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t k = 0; k < wanted.size(); ++k)
+      order.emplace_back(path_depth(wanted[k]->container_path), reuse[k] == kNew ? n + k : reuse[k]);
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
+    bool unchanged = order.size() == n;
+    for (std::size_t i = 0; unchanged && i < n; ++i) unchanged = order[i].second == i;
+    if (unchanged) return;
+
+    Json& list = spec_.array_at({"mounts"});
     Json result = Json::array();
-    for (auto& [depth, mount] : keyed) result.push_back(std::move(mount));
+    result.get_ref<Json::array_t&>().reserve(order.size());
+    for (const auto& [depth, slot] : order)
+      result.push_back(slot < n ? std::move(list[slot]) : oci_mount(*wanted[slot - n]));
     list = std::move(result);
   }
 
