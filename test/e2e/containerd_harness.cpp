@@ -236,6 +236,10 @@ void Containerd::set_specshim_config(const std::string& extra_toml) {
                                                 "\"\nlevel = \"debug\"\n\n" + extra_toml);
 }
 
+void Containerd::set_specshim_config_file(const std::string& text) {
+  test::write_file(dir() / "specshim.toml", text);
+}
+
 void Containerd::write_containerd_config() const {
   const std::string d = dir().string();
   std::string config =

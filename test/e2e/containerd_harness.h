@@ -56,6 +56,9 @@ class Containerd {
   // set_specshim_config writes specshim's config: the harness's [runtime] and
   // [log] tables followed by extra_toml. specshim rereads it on every create.
   void set_specshim_config(const std::string& extra_toml = "");
+  // set_specshim_config_file writes specshim's config as exactly `text`
+  // (no [runtime] or [log] of the harness: runc from PATH, no debug log).
+  void set_specshim_config_file(const std::string& text);
   // ctr runs `ctr --address <socket> <args...>`.
   test::ProcessResult ctr(const std::vector<std::string>& args, int timeout_ms = 60000) const;
   // runtime_calls: the argv (without argv[0], space-joined) of every runtime

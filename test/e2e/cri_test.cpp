@@ -226,6 +226,39 @@ TEST_CASE("CRI: a uid without a passwd entry resolves to a name (passwd modifier
   CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:"));
 }
 
+TEST_CASE("CRI: with the specshim config install-on-host.sh installs, a uid without a passwd entry gets one",
+          PASSWD_TAGS) {
+  // The package staged as the .deb lays it out, and the installer run on a
+  // temporary host root as the DaemonSet runs it on a node. The .deb's
+  // conffile /etc/specshim/config.toml is the same file
+  // (packaging/CPackConfig.cmake installs packaging/specshim.toml).
+  specshim::test::TempDir node;
+  const fs::path stage = node / "stage", host = node / "host";
+  fs::create_directories(host);
+  auto staged = specshim::test::run_process({E2E_CMAKE, "--install", E2E_BUILD_DIR, "--prefix", "/usr"},
+                                            {{"DESTDIR", stage.string()}});
+  INFO(staged.out << staged.err);
+  REQUIRE(staged.exit_code == 0);
+  auto installed = specshim::test::run_process(
+      {"/bin/bash", E2E_SOURCE_DIR "/packaging/install-on-host.sh", "--config-version", "2", "--no-restart"},
+      {{"SPECSHIM_HOST_ROOT", host.string()}, {"SPECSHIM_SOURCE_ROOT", stage.string()}});
+  INFO(installed.out << installed.err);
+  REQUIRE(installed.exit_code == 0);
+  const std::string config = specshim::test::read_file(host / "etc/specshim/config.toml");
+  REQUIRE(config == specshim::test::read_file(E2E_SOURCE_DIR "/packaging/specshim.toml"));
+
+  Containerd c;
+  c.set_specshim_config_file(config);
+  Pod pod(c, "installed-config-pod");
+  auto cfg = container_config("main", "id -un; id -u");
+  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  CHECK(ran.status.exit_code() == 0);
+  CHECK(log == "stdout: user10001\nstdout: 10001\n");
+}
+
 TEST_CASE("CRI: a cdi.k8s.io annotation brings the device node and env and mount (CDI modifier)", CDI_TAGS) {
   Containerd c;
   c.set_specshim_config(base_config(c));
