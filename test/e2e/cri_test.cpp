@@ -95,6 +95,19 @@ struct Pod {
   return "[cdi]\nspec-dirs = [\"" + (dir / "cdi").string() + "\"]\n";
 }
 
+// run_as_uid runs script as uid kUid in a pod of its own and returns its
+// log; the container must exit 0.
+std::string run_as_uid(Containerd& c, const std::string& pod_name, const std::string& script) {
+  Pod pod(c, pod_name);
+  auto cfg = container_config("main", script);
+  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  CHECK(ran.status.exit_code() == 0);
+  return log;
+}
+
 // The specshim config every case starts from: CDI specs from the fixture
 // once the CDI modifier exists (its default dirs are the node's).
 std::string base_config([[maybe_unused]] Containerd& c) {
@@ -216,14 +229,8 @@ TEST_CASE("CRI: RunPodSandbox surfaces specshim's refusal and leaves no pod behi
 TEST_CASE("CRI: a uid without a passwd entry resolves to a name (passwd modifier)", PASSWD_TAGS) {
   Containerd c;
   c.set_specshim_config(base_config(c));
-  Pod pod(c, "passwd-pod");
-  auto cfg = container_config("main", "id -un; id -u; grep '^user10001:' /etc/passwd");
-  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
-  auto ran = pod.run(cfg);
-  const std::string log = log_text(ran.log);
-  INFO(log << c.diagnostics());
-  CHECK(ran.status.exit_code() == 0);
-  CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:"));
+  CHECK_THAT(run_as_uid(c, "passwd-pod", "id -un; id -u; grep '^user10001:' /etc/passwd"),
+             Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:"));
 }
 
 TEST_CASE("CRI: with the specshim config install-on-host.sh installs, a uid without a passwd entry gets one",
@@ -249,14 +256,7 @@ TEST_CASE("CRI: with the specshim config install-on-host.sh installs, a uid with
 
   Containerd c;
   c.set_specshim_config_file(config);
-  Pod pod(c, "installed-config-pod");
-  auto cfg = container_config("main", "id -un; id -u");
-  cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
-  auto ran = pod.run(cfg);
-  const std::string log = log_text(ran.log);
-  INFO(log << c.diagnostics());
-  CHECK(ran.status.exit_code() == 0);
-  CHECK(log == "stdout: user10001\nstdout: 10001\n");
+  CHECK(run_as_uid(c, "installed-config-pod", "id -un; id -u") == "stdout: user10001\nstdout: 10001\n");
 }
 
 TEST_CASE("CRI: a cdi.k8s.io annotation brings the device node and env and mount (CDI modifier)", CDI_TAGS) {
