@@ -30,11 +30,12 @@ jq '.process.terminal = false | .process.user = {uid: 10001, gid: 10001}
     | .process.args = ["/bin/sh", "-c", "echo \"inside: $(id)\"; echo \"whoami: $(whoami)\""]' \
   "$bundle/config.json" > "$bundle/config.tmp" && mv "$bundle/config.tmp" "$bundle/config.json"
 
-cat > "$demo/config.toml" <<TOML
-[runtime]
-path = "$(command -v runc)"
-TOML
-export SPECSHIM_CONFIG="$demo/config.toml"
+# The config the package installs as /etc/specshim/config.toml, as it ships:
+# its defaults find runc on PATH and turn on passwd, cdi and devices-cgroup.
+export SPECSHIM_CONFIG="$PWD/packaging/specshim.toml"
+echo "== specshim doctor's view of that config"
+{ "$build/shim/specshim" doctor || true; } | grep -E '^config|modifiers on'
+echo
 
 echo "== specshim dry-run --format diff (what specshim would change)"
 "$build/shim/specshim" dry-run --bundle "$bundle" --format diff
