@@ -107,7 +107,9 @@ TomlPrescan prescan_toml(std::string_view t) {
       std::size_t end = std::min(t.find('\n', i), t.size());
       std::string_view comment = t.substr(i + 1, end - i - 1);
       if (end < t.size() && comment.ends_with('\r')) comment.remove_suffix(1);  // a CRLF line
-      if (plain(comment)) {
+      // A lone CR just before the comment is toml++'s error to report:
+      // without the comment it would meet the LF and read as a CRLF line.
+      if (plain(comment) && (i == 0 || t[i - 1] != '\r')) {
         out.text.append(t.substr(kept, i - kept));
         kept = i + 1 + comment.size();
       }

@@ -99,6 +99,10 @@ TEST_CASE("config comments are left out of what toml++ reads, every line and col
   // A comment toml++ could refuse stays for it to judge: control characters, a lone CR, any non-ASCII.
   REQUIRE(prescan_toml("#a\x01\n#b\rc\n# caf\xc3\xa9\n#\x7f\n").text == "#a\x01\n#b\rc\n# caf\xc3\xa9\n#\x7f\n");
   REQUIRE(prescan_toml("#\tall plain ~ 0123456789 abcdefghij\n").text == "\n");
+  // A lone CR before a comment: the comment stays, or the CR would meet the LF (fuzz:config).
+  REQUIRE(prescan_toml("\r#\n").text == "\r#\n");
+  REQUIRE(prescan_toml("a = 1\r# x\r\n").text == "a = 1\r# x\r\n");
+  REQUIRE_THROWS_WITH(config::Document::parse("\r#\n", "f.toml"), Catch::StartsWith("config `f.toml`: line 1: "));
   REQUIRE_THROWS_WITH(config::Document::parse("# bell\x07\nx = 1\n", "f.toml"),
                       Catch::StartsWith("config `f.toml`: line 1: "));
 
