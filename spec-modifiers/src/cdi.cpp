@@ -272,37 +272,31 @@ class Injector {
   // scan per mount: NVIDIA's specs carry 40 and more.
   void mounts(const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return;
-    std::unordered_map<std::string_view, std::size_t> last;  // destination -> its last CDI mount
+    std::unordered_map<std::string_view, std::size_t> last;  // destination -> index of its last CDI mount
     for (std::size_t i = 0; i < mounts.size(); ++i) last[mounts[i].container_path] = i;
-    std::vector<const cdi::Mount*> wanted;
-    std::unordered_map<std::string_view, std::size_t> wanted_at;  // destination -> index in wanted
-    for (std::size_t i = 0; i < mounts.size(); ++i)
-      if (last[mounts[i].container_path] == i) {
-        wanted_at.emplace(mounts[i].container_path, wanted.size());
-        wanted.push_back(&mounts[i]);
-      }
 
     // The spec's mounts outside the CDI destinations keep their order; at a
     // CDI destination, the first one already written exactly as wanted is
     // reused (no new JSON), every other one goes.
     const Json* before = std::as_const(spec_).find({"mounts"});
     constexpr std::size_t kNew = static_cast<std::size_t>(-1);
-    std::vector<std::size_t> reuse(wanted.size(), kNew);
-    // (depth, slot): slot < n is the spec's mount there, else wanted[slot - n].
+    std::vector<std::size_t> reuse(mounts.size(), kNew);  // per CDI mount: the spec's mount it reuses
+    // (depth, slot): slot < n is the spec's mount there, else mounts[slot - n].
     std::vector<std::pair<std::size_t, std::size_t>> order;
     const std::size_t n = before && before->is_array() ? before->size() : 0;
-    order.reserve(n + wanted.size());
+    order.reserve(n + last.size());
     for (std::size_t i = 0; i < n; ++i) {
       const Json& mount = (*before)[i];
       const Json* dest = destination(mount);
-      auto w = dest ? wanted_at.find(dest->get_ref<const std::string&>()) : wanted_at.end();
-      if (w == wanted_at.end())
+      auto w = dest ? last.find(dest->get_ref<const std::string&>()) : last.end();
+      if (w == last.end())
         order.emplace_back(mount_depth(mount), i);
-      else if (reuse[w->second] == kNew && is_oci_mount(mount, *wanted[w->second]))
+      else if (reuse[w->second] == kNew && is_oci_mount(mount, mounts[w->second]))
         reuse[w->second] = i;
     }
-    for (std::size_t k = 0; k < wanted.size(); ++k)
-      order.emplace_back(path_depth(wanted[k]->container_path), reuse[k] == kNew ? n + k : reuse[k]);
+    for (std::size_t k = 0; k < mounts.size(); ++k)
+      if (last[mounts[k].container_path] == k)
+        order.emplace_back(path_depth(mounts[k].container_path), reuse[k] == kNew ? n + k : reuse[k]);
     std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
     bool unchanged = order.size() == n;
@@ -313,7 +307,7 @@ class Injector {
     Json result = Json::array();
     result.get_ref<Json::array_t&>().reserve(order.size());
     for (const auto& [depth, slot] : order)
-      result.push_back(slot < n ? std::move(list[slot]) : oci_mount(*wanted[slot - n]));
+      result.push_back(slot < n ? std::move(list[slot]) : oci_mount(mounts[slot - n]));
     list = std::move(result);
   }
 
