@@ -103,8 +103,13 @@ Kind Section::kind(std::string_view key) const {
   }
 }
 
+std::string Section::dotted(std::string_view key) const {
+  if (key.empty()) return prefix_;
+  return prefix_ + (prefix_.empty() ? "" : ".") + std::string(key);
+}
+
 std::string Section::where(std::string_view key) const {
-  std::string name = "`" + prefix_ + (prefix_.empty() ? "" : ".") + std::string(key) + "`";
+  std::string name = "`" + dotted(key) + "`";
   auto* n = static_cast<const toml::node*>(node(key));
   if (!n || !n->source().begin.line) return name;
   return name + " (line " + std::to_string(n->source().begin.line) + ")";
@@ -112,14 +117,11 @@ std::string Section::where(std::string_view key) const {
 
 void Section::fail(std::string_view key, std::string_view message) const {
   std::string where = "config `" + file_ + "`: ";
-  std::string name = prefix_;
-  if (!key.empty()) {
-    if (auto* n = static_cast<const toml::node*>(node(key))) where += line_of(*n);
-    name += (name.empty() ? "" : ".") + std::string(key);
-  } else {
+  if (key.empty())
     where += line_of(tbl(table_));
-  }
-  throw Error(where + "`" + name + "`: " + std::string(message));
+  else if (auto* n = static_cast<const toml::node*>(node(key)))
+    where += line_of(*n);
+  throw Error(where + "`" + dotted(key) + "`: " + std::string(message));
 }
 
 std::optional<std::string> Section::string(std::string_view key) {

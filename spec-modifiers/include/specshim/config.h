@@ -64,6 +64,7 @@ class Section {
   friend class Document;
   Section(std::shared_ptr<const void> doc, const void* table, std::string file, std::string prefix);
   const void* node(std::string_view key) const;
+  std::string dotted(std::string_view key) const;  // "passwd.home"; the table's own name when key is empty
   void mark(std::string_view key);
 
   std::shared_ptr<const void> doc_;
