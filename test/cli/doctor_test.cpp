@@ -112,7 +112,7 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
 
 TEST_CASE("doctor: the shipped config turns on the documented defaults and is not warned about") {
   FakeHost h;
-  fs::copy_file(SPECSHIM_TEST_DATA_DIR "/../packaging/specshim.toml", h.config, fs::copy_options::overwrite_existing);
+  fs::copy_file(kShippedConfig, h.config, fs::copy_options::overwrite_existing);
   json report = h.report();
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
   REQUIRE_THAT(report, HasFinding("config", "info",

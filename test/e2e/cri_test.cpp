@@ -252,7 +252,7 @@ TEST_CASE("CRI: with the specshim config install-on-host.sh installs, a uid with
   INFO(installed.out << installed.err);
   REQUIRE(installed.exit_code == 0);
   const std::string config = specshim::test::read_file(host / "etc/specshim/config.toml");
-  REQUIRE(config == specshim::test::read_file(E2E_SOURCE_DIR "/packaging/specshim.toml"));
+  REQUIRE(config == specshim::test::read_file(specshim::test::kShippedConfig));
 
   Containerd c;
   c.set_specshim_config_file(config);

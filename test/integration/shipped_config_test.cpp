@@ -15,7 +15,7 @@ using namespace specshim::test;
 
 namespace {
 
-const std::string kShipped = read_file(SPECSHIM_TEST_DATA_DIR "/../packaging/specshim.toml");
+const std::string kShipped = read_file(kShippedConfig);
 
 }  // namespace
 

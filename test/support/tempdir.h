@@ -26,6 +26,10 @@ class TempDir {
 
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, std::string_view content, unsigned mode = 0644);
+// kShippedConfig is packaging/specshim.toml, the config the .deb installs as
+// its conffile /etc/specshim/config.toml and install-on-host.sh copies there.
+inline constexpr const char* kShippedConfig = SPECSHIM_TEST_DATA_DIR "/../packaging/specshim.toml";
+
 // replace_all returns s with every `from` replaced by `to`.
 std::string replace_all(std::string s, std::string_view from, std::string_view to);
 

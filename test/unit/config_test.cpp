@@ -9,6 +9,7 @@
 
 #include "specshim/error.h"
 #include "specshim/registry.h"
+#include "tempdir.h"
 #include "toml_prescan.h"
 
 using namespace specshim;
@@ -131,9 +132,9 @@ TEST_CASE("config comments are left out of what toml++ reads, every line and col
 }
 
 TEST_CASE("config the shipped example leaves toml++ a few hundred bytes to read") {
-  auto shipped = config::Document::load(std::string(SPECSHIM_TEST_DATA_DIR) + "/../packaging/specshim.toml");
+  auto shipped = config::Document::load(specshim::test::kShippedConfig);
   auto pre = detail::prescan_toml([] {
-    std::ifstream in(std::string(SPECSHIM_TEST_DATA_DIR) + "/../packaging/specshim.toml", std::ios::binary);
+    std::ifstream in(specshim::test::kShippedConfig, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }());
   // Nearly all of the file is comments; toml++ reads a fraction of it.

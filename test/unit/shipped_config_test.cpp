@@ -3,7 +3,9 @@
 // /etc/specshim/config.toml by the .deb (its conffile is this very file) and by
 // install-on-host.sh. It is mostly comments and must leave every default as
 // it is; and a table that is present but leaves keys out means their defaults.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,12 +13,13 @@
 
 #include "specshim/config.h"
 #include "specshim/registry.h"
+#include "tempdir.h"
 
 using namespace specshim;
 
 namespace {
 
-const std::string kShipped = SPECSHIM_TEST_DATA_DIR "/../packaging/specshim.toml";
+using test::kShippedConfig;
 
 // The modifiers on by default, as README.md and the shipped file's header say.
 const std::vector<std::string> kDocumentedDefaults = {"passwd", "cdi", "devices-cgroup"};
@@ -43,7 +46,7 @@ std::vector<std::string> lines_of(const std::string& file) {
 }  // namespace
 
 TEST_CASE("the shipped config turns on exactly the documented default modifiers") {
-  auto doc = config::Document::load(kShipped);
+  auto doc = config::Document::load(kShippedConfig);
   REQUIRE(doc.exists());
   REQUIRE(modifiers_on(doc) == kDocumentedDefaults);
   REQUIRE(modifiers_on(config::Document::load("/nonexistent/config.toml")) == kDocumentedDefaults);
@@ -69,8 +72,8 @@ TEST_CASE("each commented default in the shipped config, written out alone, chan
   // `# key = value` lines directly under a real [table] header are the
   // defaults the file documents; under a commented-out header (an example
   // [[rule]]) they are examples, not defaults.
-  const auto lines = lines_of(kShipped);
-  const auto defaults = modifiers_on(config::Document::load(kShipped));
+  const auto lines = lines_of(kShippedConfig);
+  const auto defaults = modifiers_on(config::Document::load(kShippedConfig));
   bool in_example = false;
   int checked = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -96,6 +99,6 @@ TEST_CASE("the shipped config's commented chain order is the default order") {
   std::string expected = "# order = [";
   for (const auto& name : default_order()) expected += (expected.back() == '[' ? "\"" : ", \"") + name + "\"";
   expected += "]";
-  const auto lines = lines_of(kShipped);
+  const auto lines = lines_of(kShippedConfig);
   REQUIRE(std::find(lines.begin(), lines.end(), expected) != lines.end());
 }
