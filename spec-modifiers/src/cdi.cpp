@@ -341,15 +341,28 @@ class Cdi : public Modifier {
 
   void apply(Spec& spec, Context& ctx) override {
     std::vector<std::string> requested = requested_devices(spec);
-    if (requested.empty()) return;
+    if (requested.empty() && ctx.device_requests.empty()) return;
     if (cache_) cache_->read_only(ctx.dry_run);
-    const cdi::Registry& reg = registry(requested);
+    std::vector<std::string> wanted = requested;
+    for (auto& name : cdi::wanted_by(ctx.device_requests)) wanted.push_back(std::move(name));
+    const cdi::Registry& reg = registry(std::move(wanted));
+
+    // The requests handed over in memory follow the annotations'.
+    cdi::Plan plan = cdi::plan(ctx.device_requests, reg);
+    for (const auto& name : plan.names)
+      if (std::find(requested.begin(), requested.end(), name) == requested.end()) requested.push_back(name);
+    std::map<std::string, std::string> origins = ctx.cdi_origins;
+    origins.insert(plan.origins.begin(), plan.origins.end());
 
     // Each part is one block of edits with what to call it in an error: a
-    // spec's own edits once, before its first requested device, then the device's.
+    // spec's own edits once, before its first requested device, then the
+    // device's. A spec asked for without a device (`none`) comes first.
     std::vector<std::pair<std::string, const ContainerEdits*>> parts;
     std::vector<std::string> missing;
     std::set<const cdi::SpecFile*> seen;
+    for (const auto& file : plan.specs)
+      if (seen.insert(file.get()).second && !file->edits.empty())
+        parts.emplace_back("edits of CDI spec `" + file->path + "`", &file->edits);
     for (const auto& name : requested) {
       const cdi::DeviceRef* ref = reg.find(name);
       if (!ref) {
@@ -360,7 +373,7 @@ class Cdi : public Modifier {
         parts.emplace_back("edits of CDI spec `" + ref->spec->path + "`", &ref->spec->edits);
       parts.emplace_back("CDI device " + name, &ref->device->edits);
     }
-    if (!missing.empty()) throw cdi::unresolvable_error(missing, reg, ctx.cdi_origins);
+    if (!missing.empty()) throw cdi::unresolvable_error(missing, reg, origins);
 
     // Everything that can fail on the host is done before the spec is touched.
     ContainerEdits edits;

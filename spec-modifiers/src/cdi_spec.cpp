@@ -631,13 +631,14 @@ bool may_be_rewritten(std::string_view name) {
 // the value, invalid in kinds and names), or through YAML's integer and
 // boolean reading (may_be_rewritten). So without a backslash, a file that
 // defines kind=name holds the kind, and the name, each as a whole value.
+// "kind=" wants every file of the kind.
 bool may_define(std::string_view text, const std::set<std::string>& wanted) {
   if (text.find('\\') != std::string_view::npos) return true;
   for (const auto& q : wanted) {
     auto eq = q.find('=');
     std::string_view kind = std::string_view(q).substr(0, eq), name = std::string_view(q).substr(eq + 1);
     if (!literally(text, kind, in_kind)) continue;
-    if (may_be_rewritten(name) || literally(text, name, in_name)) return true;
+    if (name.empty() || may_be_rewritten(name) || literally(text, name, in_name)) return true;
   }
   return false;
 }

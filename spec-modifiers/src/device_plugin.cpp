@@ -52,6 +52,7 @@ struct Resolution {
   const Resource* resource = nullptr;
   std::string label = {};
   std::optional<PreparedAnswer> answer = {};    // nullopt: skipped
+  Grant grant = {};                             // what the answer granted (Context::grants)
   std::string source = {};                      // "the checkpoint" or "Allocate"
   std::string how = {};                         // provider and chain, for messages
   std::vector<std::string> via = {};            // the chain of labels, this request last
@@ -429,6 +430,7 @@ struct DevicePlugin::State {
         res.source = "Allocate";
       }
       res.answer = prepare_answer(*answer, lookup);
+      res.grant = granted(*answer, r.name, res.source);
     } catch (const kubelet::Error& e) {
       settle({&r}, "resolve " + res.label, socket, e.what());
     } catch (const Error& e) {
@@ -448,6 +450,8 @@ struct DevicePlugin::State {
   void merge(Spec& spec, const Request& req) {
     const Resolution* res = resolve(req, spec);
     if (!res || !res->answer) return;
+    if (std::find(ctx->grants.begin(), ctx->grants.end(), res->grant) == ctx->grants.end())
+      ctx->grants.push_back(res->grant);
     std::vector<std::string> conflicts;
     if (merge_answer(spec, *res->answer, res->resource->name, conflicts))
       changes.push_back("merged " + res->label + " from " + res->source + " (" + res->how + ")");

@@ -28,6 +28,7 @@ const std::vector<ModifierEntry>& registry() {
       {"passwd", alone<make_passwd>},
       {"device-plugin", make_device_plugin},
       {"cpuset", make_cpuset},
+      {"env-devices", make_env_devices},
       {"cdi", alone<make_cdi>},
       {"requirements", alone<make_requirements>},
       {"devices-cgroup", alone<make_devices_cgroup>},

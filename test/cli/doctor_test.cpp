@@ -117,7 +117,7 @@ TEST_CASE("doctor: the shipped config turns on the documented defaults and is no
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
   REQUIRE_THAT(report, HasFinding("config", "info",
                                   "modifiers on: passwd, cdi, devices-cgroup; "
-                                  "off: device-plugin, cpuset, requirements, patches"));
+                                  "off: device-plugin, cpuset, env-devices, requirements, patches"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "no modifier is on"));
 }
 
@@ -132,12 +132,12 @@ TEST_CASE("doctor: a config that turns every modifier off is a warning naming th
       "[devices-cgroup]\nenabled = false\n");
   REQUIRE_THAT(h.report(), HasFinding("config", "warn",
                                       "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
-                                      "leaves out device-plugin, cpuset, requirements, devices-cgroup, patches; "
+                                      "leaves out device-plugin, cpuset, env-devices, requirements, devices-cgroup, patches; "
                                       "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
   h.write_config("[passwd]\nenabled = false\n[cdi]\nenabled = false\n[devices-cgroup]\nenabled = false\n");
   REQUIRE_THAT(h.report(), HasFinding("config", "warn",
                                       "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
-                                      "(line 8) are false; device-plugin, cpuset, requirements, patches are off "
+                                      "(line 8) are false; device-plugin, cpuset, env-devices, requirements, patches are off "
                                       "until configured"));
   h.write_config("[chain]\norder = [\"cdi\"]\n");
   REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "no modifier is on"));

@@ -213,7 +213,8 @@ struct Registry {
 // load_specs scans dirs in order (a later dir overrides an earlier one), each
 // in byte order of file names, taking *.json and *.yaml files and skipping
 // subdirectories; a missing dir is skipped. A file that fails to load is
-// recorded, never fatal. With wanted (qualified device names) given, a file
+// recorded, never fatal. With wanted (qualified device names; "kind=" for
+// every file of a kind) given, a file
 // whose bytes cannot define any of them is recorded as skipped, unparsed: it
 // has no backslash escape and lacks the kind or the name as a whole value.
 // Skipping such files changes no result for the wanted devices.

@@ -142,6 +142,10 @@ struct PreparedAnswer {
 // nodes; it throws Error on the first bad one, before the spec is touched.
 PreparedAnswer prepare_answer(const kubelet::AllocateResponse& answer, const NodeLookup& lookup);
 
+// granted is what an answer gave, as env-devices reads it (Context::grants):
+// the CDI names of cdi.k8s.io/* annotations are split at commas.
+Grant granted(const kubelet::AllocateResponse& answer, std::string_view resource, std::string_view source);
+
 // merge_answer adds what the answer has and the spec lacks, and records
 // resource in specshim.io/resources. What is already there stays: an env or
 // annotation key keeps its value, a mount destination or device path its

@@ -4,8 +4,11 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "specshim/spec.h"
 
@@ -20,6 +23,45 @@ enum class ContainerKind { unknown, sandbox, container };
 struct BundleFile {
   std::string content;
   unsigned mode = 0644;
+};
+
+// Grant is what a device plugin's answer gave the container, as far as
+// device lists go: device-plugin records every answer it merged (so a
+// sibling's grant is its source's), env-devices reads the container's own
+// from the kubelet's checkpoint.
+struct Grant {
+  std::string resource;                                   // nvidia.com/gpu
+  std::string source;                                     // "the checkpoint", "Allocate"
+  std::vector<std::pair<std::string, std::string>> envs;  // the answer's env, in key order
+  std::vector<std::string> mounts;                        // containerPath of each mount
+  std::vector<std::string> cdi_devices;                   // CdiDevices and cdi.k8s.io/* annotation values
+  bool operator==(const Grant&) const = default;
+};
+
+// DeviceRequest is a CDI request handed to the cdi modifier in memory, not
+// as an annotation, so neither it nor the grant it must stay within can be
+// forged by a tenant (env-devices makes them).
+struct DeviceRequest {
+  enum class Scope {
+    names,  // the qualified names below
+    all,    // every device of kind (its `all` device when the spec has one)
+    none,   // the spec-level edits of kind's spec files, no device
+  };
+  std::string from = {};  // the modifier that made it
+  std::string origin = {};  // "env NVIDIA_VISIBLE_DEVICES=\"GPU-a\" of container `main` of pod `ns/p`"
+  std::string kind = {};  // vendor/class
+  Scope scope = Scope::names;
+  std::vector<std::string> names = {};  // qualified CDI names; Scope::names only
+  // Bound is the grant: a requested device is within it when the host
+  // device nodes it opens are among those of the granted devices (an index
+  // and a UUID naming one GPU open the same node).
+  struct Bound {
+    std::vector<std::string> names = {};  // qualified
+    bool all = false;                // every device of kind is granted
+    std::string what = {};                // "granted by `nvidia.com/gpu` (the checkpoint)"
+    bool clamp = false;              // beyond it: inject the grant instead of failing
+  };
+  std::optional<Bound> bound = {};  // nullopt: not checked (a trusted container)
 };
 
 // Context is what a modifier knows about the create besides the spec.
@@ -39,6 +81,12 @@ struct Context {
   // `gpu.example.com`"): the cdi modifier quotes it when it cannot resolve
   // the name. Kept out of the spec, so tenant annotations cannot forge it.
   std::map<std::string, std::string> cdi_origins;
+
+  // The answers device-plugin merged into this spec, and the requests cdi
+  // resolves besides the annotations. Both live for the whole create; a
+  // modifier that adds to them replaces what it added in an earlier pass.
+  std::vector<Grant> grants;
+  std::vector<DeviceRequest> device_requests;
 
   // rootfs returns root.path resolved against the bundle, or empty when the
   // spec has no root.path.

@@ -16,6 +16,7 @@ std::unique_ptr<Modifier> make_cdi(config::Section& section);
 std::unique_ptr<Modifier> make_devices_cgroup(config::Section& section);
 std::unique_ptr<Modifier> make_device_plugin(config::Section& section, KubeletSessions& sessions);
 std::unique_ptr<Modifier> make_cpuset(config::Section& section, KubeletSessions& sessions);
+std::unique_ptr<Modifier> make_env_devices(config::Section& section, KubeletSessions& sessions);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 std::unique_ptr<Modifier> make_patches(config::Section& section);
 }  // namespace specshim

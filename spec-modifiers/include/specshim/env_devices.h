@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The env-devices modifier: device lists handed over in an environment
+// variable (NVIDIA_VISIBLE_DEVICES, AMD_VISIBLE_DEVICES, ...) become CDI
+// requests, checked against what the kubelet granted the container. One
+// [[env-devices]] entry per variable; vendors are config, not code. The cdi
+// modifier resolves and injects the requests (Context::device_requests), so
+// nodes, mounts, hooks, rules and requirements all take one path. See
+// docs/env-devices.md.
+//
+// The pieces, each testable alone:
+//   parse_device_list  a variable's value, with NCT's rules (research §1.3)
+//   read_entries       the [[env-devices]] entries
+//   grant_of           what one stored Allocate answer granted, as CDI names
+//   EnvDevices         the modifier: request, trust, grant, hand-over
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/config.h"
+#include "specshim/kubelet_session.h"
+#include "specshim/modifier.h"
+
+namespace specshim::env_devices {
+
+// DeviceList is a parsed value.
+struct DeviceList {
+  enum class What {
+    nothing,  // unset, empty, or `void` anywhere: no devices, no edits
+    all,      // `all` came first of all/none
+    none,     // `none` came first: the kind's spec-level edits only
+    names,    // device names, in order, each once
+  };
+  What what = What::nothing;
+  std::vector<std::string> names;
+  bool operator==(const DeviceList&) const = default;
+};
+
+// kMaxNames bounds a list; a longer one is refused (no node has that many devices).
+inline constexpr std::size_t kMaxNames = 1024;
+
+// parse_device_list reads a value as NVIDIA's runtime does: split on ',',
+// trim spaces, drop empty items; `void` anywhere means nothing; the first
+// item that is exactly `all` or `none` decides; otherwise the names, with
+// repeats dropped (NCT turns `GPU-a,GPU-a` into no GPU). Names are not
+// checked here. Throws Error for more than kMaxNames names.
+DeviceList parse_device_list(std::string_view value);
+
+enum class OnExcess { fail, clamp };
+enum class Trust { honour, check };             // privileged containers
+enum class Outside { honour, ignore };          // containers created outside Kubernetes
+enum class After { void_value, keep };          // what the variable says once injected
+
+// Entry is one [[env-devices]] table.
+struct Entry {
+  std::string env;                      // NVIDIA_VISIBLE_DEVICES
+  std::string kind;                     // nvidia.com/gpu: bare names become <kind>=<name>
+  std::string volume_mounts;            // /var/run/nvidia-container-devices, or empty
+  std::vector<std::string> resources;   // extended resources whose grant counts; "x/*" globs; default {kind}
+  OnExcess on_excess = OnExcess::fail;
+  Trust privileged = Trust::honour;
+  std::vector<std::string> trusted_namespaces;
+  Outside outside_kubernetes = Outside::honour;
+  After after = After::void_value;
+  std::filesystem::path kubelet_root = "/var/lib/kubelet";
+
+  bool counts(std::string_view resource) const;  // resource matches one of resources
+};
+
+// read_entries reads every [[env-devices]] entry strictly. Throws config errors.
+std::vector<Entry> read_entries(config::Section& root);
+
+// Granted is what one answer granted, as qualified CDI names.
+struct Granted {
+  std::vector<std::string> names;
+  bool all = false;  // the plugin handed over `all`
+};
+
+// grant_of reads a grant: the entry's variable in the answer's env (the
+// volume-mounts dir as its value means: read the mounts), the mounts under
+// volume-mounts, and the CDI names (CdiDevices, cdi.k8s.io/* annotations).
+// Names that are not valid CDI names are left out.
+Granted grant_of(const Entry& entry, const Grant& grant);
+
+// qualify turns a list item into a qualified CDI name of kind; "" when it is
+// not a valid one (why says why).
+std::string qualify(std::string_view kind, std::string_view item, std::string* why = nullptr);
+
+// EnvDevices is the modifier; one object serves one create.
+class EnvDevices final : public Modifier {
+ public:
+  EnvDevices(std::vector<Entry> entries, KubeletSessions& sessions);
+  EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSession> session);  // every entry on one kubelet
+  ~EnvDevices() override;
+
+  std::string_view name() const override { return "env-devices"; }
+  void apply(Spec& spec, Context& ctx) override;
+  std::string last_change() const override;
+  bool idempotent() const override { return true; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace specshim::env_devices

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: Apache-2.0
+// The env-devices modifier (see specshim/env_devices.h, docs/env-devices.md).
+//
+// A create goes: the request (the variable's last entry, or the /dev/null
+// mounts of the volume-mounts strategy) → whom to trust (outside
+// Kubernetes, privileged, a trusted namespace) → the grant (the container's
+// checkpoint answers and the answers device-plugin merged) → a
+// DeviceRequest for cdi, bounded by the grant unless the container is
+// trusted → `<ENV>=void` appended. The request is decided once per create,
+// on the spec as containerd wrote it: the `void` appended here must not
+// read, in the next pass, as the container asking for nothing.
+#include "specshim/env_devices.h"
+
+#include <algorithm>
+
+#include "cdi_internal.h"
+#include "specshim/cdi.h"
+#include "specshim/device_plugin.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim::env_devices {
+
+// ---- parsing ----------------------------------------------------------------
+
+DeviceList parse_device_list(std::string_view value) {
+  std::vector<std::string_view> items;
+  for (std::size_t start = 0; start <= value.size();) {
+    std::size_t comma = value.find(',', start);
+    std::string_view item = value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    // Go's strings.TrimSpace, over the ASCII spaces (a name has no other).
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+    while (!item.empty() && space(item.front())) item.remove_prefix(1);
+    while (!item.empty() && space(item.back())) item.remove_suffix(1);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  DeviceList list;
+  if (items.empty() || std::find(items.begin(), items.end(), "void") != items.end()) return list;
+  for (auto item : items) {
+    if (item == "all" || item == "none") {
+      list.what = item == "all" ? DeviceList::What::all : DeviceList::What::none;
+      return list;
+    }
+  }
+  list.what = DeviceList::What::names;
+  for (auto item : items) {
+    if (std::find(list.names.begin(), list.names.end(), item) != list.names.end()) continue;
+    if (list.names.size() == kMaxNames)
+      throw Error("more than " + std::to_string(kMaxNames) + " device names");
+    list.names.emplace_back(item);
+  }
+  return list;
+}
+
+std::string qualify(std::string_view kind, std::string_view item, std::string* why) {
+  std::string reason;
+  if (item.find('=') != std::string_view::npos) {
+    auto q = cdi::parse_qualified_name(item, &reason);
+    if (q) return q->str();
+  } else {
+    reason = cdi::check_device_name(item);
+    if (reason.empty()) return std::string(kind) + "=" + std::string(item);
+  }
+  if (why) *why = reason;
+  return {};
+}
+
+// ---- config -----------------------------------------------------------------
+
+namespace {
+
+bool env_name(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+}
+
+bool absolute(std::string_view p) {
+  return !p.empty() && p[0] == '/' && !contains_control(p);
+}
+
+// clean is a path lexically normalised, without a trailing '/' ("/" stays).
+std::string clean(std::string_view p) {
+  std::string s = std::filesystem::path(p).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+template <typename E>
+E choice(config::Section& t, std::string_view key, std::initializer_list<std::pair<std::string_view, E>> options,
+         E fallback) {
+  auto v = t.string(key);
+  if (!v) return fallback;
+  std::string names;
+  for (const auto& [name, value] : options) {
+    if (*v == name) return value;
+    names += (names.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+  }
+  t.fail(key, "want one of " + names);
+}
+
+}  // namespace
+
+bool Entry::counts(std::string_view resource) const {
+  return std::any_of(resources.begin(), resources.end(), [&](const std::string& r) {
+    if (!r.empty() && r.back() == '*') return resource.substr(0, r.size() - 1) == std::string_view(r).substr(0, r.size() - 1);
+    return resource == r;
+  });
+}
+
+std::vector<Entry> read_entries(config::Section& root) {
+  std::vector<Entry> entries;
+  for (auto& t : root.tables("env-devices")) {
+    Entry e;
+    auto env = t.string("env");
+    if (!env || !env_name(*env)) t.fail("env", "needs the variable's name, such as \"NVIDIA_VISIBLE_DEVICES\"");
+    e.env = *env;
+    auto kind = t.string("kind");
+    if (!kind) t.fail("kind", "needs the CDI kind bare names belong to, such as \"nvidia.com/gpu\"");
+    auto [vendor, cls] = cdi::split_kind(*kind);
+    std::string why = cdi::check_vendor(vendor);
+    if (why.empty()) why = cdi::check_class(cls);
+    if (kind->find('/') == std::string::npos) why = "want vendor/class";
+    if (!why.empty()) t.fail("kind", "`" + *kind + "` is not a CDI kind: " + why);
+    e.kind = *kind;
+    if (auto dir = t.string("volume-mounts")) {
+      if (!absolute(*dir) || clean(*dir) == "/") t.fail("volume-mounts", "must be an absolute directory path");
+      e.volume_mounts = clean(*dir);
+    }
+    e.resources = t.strings("resources").value_or(std::vector<std::string>{e.kind});
+    for (const auto& r : e.resources) {
+      std::string_view name = r;
+      if (!name.empty() && name.back() == '*') name.remove_suffix(1);
+      if (name.empty() || contains_control(name) || name.find('/') == std::string_view::npos)
+        t.fail("resources", "`" + r + "` is not a resource name (domain/name, or a prefix ending in *)");
+    }
+    e.on_excess = choice(t, "on-excess", {{"fail", OnExcess::fail}, {"clamp", OnExcess::clamp}}, OnExcess::fail);
+    e.privileged = choice(t, "privileged", {{"honour", Trust::honour}, {"check", Trust::check}}, Trust::honour);
+    e.trusted_namespaces = t.strings("trusted-namespaces").value_or(std::vector<std::string>{});
+    for (const auto& ns : e.trusted_namespaces)
+      if (!config::plain_name(ns)) t.fail("trusted-namespaces", "`" + ns + "` is not a namespace name");
+    e.outside_kubernetes =
+        choice(t, "outside-kubernetes", {{"honour", Outside::honour}, {"ignore", Outside::ignore}}, Outside::honour);
+    e.after = choice(t, "after", {{"void", After::void_value}, {"keep", After::keep}}, After::void_value);
+    if (auto root_dir = t.string("kubelet-root")) {
+      if (!absolute(*root_dir)) t.fail("kubelet-root", "must be an absolute path");
+      e.kubelet_root = *root_dir;
+    }
+    t.finish();
+    for (const auto& other : entries)
+      if (other.env == e.env) t.fail("env", "`" + e.env + "` has two [[env-devices]] entries");
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+// ---- grants -----------------------------------------------------------------
+
+namespace {
+
+// mounted_name turns a path below the volume-mounts dir into a device name,
+// as NCT does: cdi/<vendor>/<class>/<name> and cdi/<vendor>/<class>=<name>
+// are qualified names; imex/<channel> is no GPU ("").
+std::string mounted_name(std::string_view rel) {
+  if (rel.rfind("imex/", 0) == 0) return {};
+  if (rel.rfind("cdi/", 0) == 0) {
+    std::string q(rel.substr(4));
+    if (q.find('=') == std::string::npos) {
+      auto last = q.rfind('/');
+      if (last != std::string::npos && q.find('/') != last) q[last] = '=';
+    }
+    return q;
+  }
+  return std::string(rel);
+}
+
+// below returns path relative to dir when it lies strictly below it.
+std::optional<std::string> below(std::string_view dir, std::string_view path) {
+  std::string p = clean(path);
+  if (p.size() <= dir.size() + 1 || p.compare(0, dir.size(), dir) != 0 || p[dir.size()] != '/') return std::nullopt;
+  return p.substr(dir.size() + 1);
+}
+
+void add_name(std::vector<std::string>& names, std::string name) {
+  if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+}
+
+void add_list(const Entry& e, std::string_view value, Granted& g) {
+  DeviceList list;
+  try {
+    list = parse_device_list(value);
+  } catch (const Error&) {
+    return;  // a plugin answer too long to be a grant grants nothing
+  }
+  if (list.what == DeviceList::What::all) g.all = true;
+  for (const auto& item : list.names) add_name(g.names, qualify(e.kind, item));
+}
+
+}  // namespace
+
+Granted grant_of(const Entry& e, const Grant& grant) {
+  Granted g;
+  // The volume-mounts dir as the value says: the mounts list the devices.
+  for (const auto& [key, value] : grant.envs)
+    if (key == e.env && (e.volume_mounts.empty() || clean(value) != e.volume_mounts)) add_list(e, value, g);
+  if (!e.volume_mounts.empty())
+    for (const auto& path : grant.mounts)
+      if (auto rel = below(e.volume_mounts, path)) add_name(g.names, qualify(e.kind, mounted_name(*rel)));
+  for (const auto& name : grant.cdi_devices)
+    if (cdi::parse_qualified_name(name)) add_name(g.names, name);
+  return g;
+}
+
+// ---- the modifier -----------------------------------------------------------
+
+namespace {
+
+// last_value is the value of the last `key=` entry of process.env, the one
+// runc and NCT use.
+std::optional<std::string> last_value(const Spec& spec, const std::string& key) {
+  const Json* env = spec.find({"process", "env"});
+  if (!env || !env->is_array()) return std::nullopt;
+  std::string prefix = key + "=";
+  for (auto it = env->rbegin(); it != env->rend(); ++it)
+    if (it->is_string() && it->get_ref<const std::string&>().rfind(prefix, 0) == 0)
+      return it->get_ref<const std::string&>().substr(prefix.size());
+  return std::nullopt;
+}
+
+// mounted lists the devices of the volume-mounts strategy: /dev/null bind
+// mounts below dir, one per destination, in mount order.
+std::vector<std::string> mounted(const Spec& spec, const std::string& dir) {
+  std::vector<std::string> names, seen;
+  const Json* mounts = spec.find({"mounts"});
+  if (!mounts || !mounts->is_array()) return names;
+  for (const auto& m : *mounts) {
+    if (!m.is_object() || !m.contains("source") || !m.contains("destination") || !m["source"].is_string() ||
+        !m["destination"].is_string() || clean(m["source"].get_ref<const std::string&>()) != "/dev/null")
+      continue;
+    auto rel = below(dir, m["destination"].get_ref<const std::string&>());
+    if (!rel || std::find(seen.begin(), seen.end(), *rel) != seen.end()) continue;
+    seen.push_back(*rel);
+    add_name(names, mounted_name(*rel));
+  }
+  return names;
+}
+
+bool sys_admin_in_bounding(const Spec& spec) {
+  const Json* b = spec.find({"process", "capabilities", "bounding"});
+  return b && b->is_array() && std::find(b->begin(), b->end(), Json("CAP_SYS_ADMIN")) != b->end();
+}
+
+std::string shown(std::string_view value) {
+  constexpr std::size_t kShown = 200;
+  if (value.size() <= kShown) return cdi::quote(value);
+  return cdi::quote(value.substr(0, kShown)) + " … (" + std::to_string(value.size()) + " bytes)";
+}
+
+}  // namespace
+
+struct EnvDevices::State {
+  std::vector<Entry> entries;
+  std::vector<std::shared_ptr<KubeletSession>> sessions;     // per entry
+  std::optional<std::vector<std::pair<const Entry*, DeviceRequest>>> decided;  // on the first apply
+  std::map<const KubeletSession*, std::vector<Grant>> own;    // the container's checkpoint answers, per kubelet
+  std::vector<std::string> changes;
+
+  // Per decision.
+  device_plugin::Identity id;
+  std::string target;
+
+  const std::vector<Grant>& own_grants(const Entry& e, KubeletSession& session) {
+    auto it = own.find(&session);
+    if (it != own.end()) return it->second;
+    std::vector<Grant> grants;
+    if (id.cri && !id.uid.empty() && !id.container.empty()) {
+      try {
+        for (const auto& entry : session.client().checkpoint(id.uid, id.container)) if (entry.alloc) grants.push_back(device_plugin::granted(*entry.alloc, entry.resource, "the checkpoint"));
+      } catch (const kubelet::Error& err) {
+        throw Error("read the devices the kubelet granted " + target + " from " +
+                    kubelet::checkpoint_file(e.kubelet_root).string() + ": " + err.what());
+      }
+    }
+    return own.emplace(&session, std::move(grants)).first->second;
+  }
+
+  // decide makes the request of one entry, or nullopt when there is none to make.
+  std::optional<DeviceRequest> decide(const Entry& e, KubeletSession& session, const Spec& spec, const Context& ctx) {
+    DeviceList list;
+    std::string origin;
+    std::vector<std::string> from_mounts;
+    if (!e.volume_mounts.empty()) from_mounts = mounted(spec, e.volume_mounts);
+    std::optional<std::string> value = last_value(spec, e.env);
+    if (!from_mounts.empty()) {
+      list = {DeviceList::What::names, from_mounts};
+      origin = "/dev/null mounts below " + e.volume_mounts + " of " + target;
+    } else {
+      if (!value || (!e.volume_mounts.empty() && clean(*value) == e.volume_mounts)) return std::nullopt;
+      origin = "env " + e.env + "=" + shown(*value) + " of " + target;
+      try {
+        list = parse_device_list(*value);
+      } catch (const Error& err) {
+        throw Error(origin + ": " + err.what());
+      }
+    }
+    if (list.what == DeviceList::What::nothing) return std::nullopt;
+
+    DeviceRequest req{.from = "env-devices", .origin = origin, .kind = e.kind};
+    req.scope = list.what == DeviceList::What::all    ? DeviceRequest::Scope::all
+                : list.what == DeviceList::What::none ? DeviceRequest::Scope::none
+                                                      : DeviceRequest::Scope::names;
+    for (const auto& item : list.names) {
+      std::string why;
+      std::string name = qualify(e.kind, item, &why);
+      if (name.empty()) throw Error(origin + ": " + cdi::quote(item) + " is not a CDI device name: " + why);
+      if (std::find(req.names.begin(), req.names.end(), name) == req.names.end()) req.names.push_back(name);
+    }
+
+    // Whom to trust with a request of their own.
+    if (!id.cri) {
+      if (e.outside_kubernetes == Outside::ignore) {
+        log::debug("env-devices: {}: ignored, the container was not created through CRI (outside-kubernetes = "
+                   "\"ignore\")", origin);
+        return std::nullopt;
+      }
+      return req;
+    }
+    if (e.privileged == Trust::honour && sys_admin_in_bounding(spec)) return req;
+    if (std::find(e.trusted_namespaces.begin(), e.trusted_namespaces.end(), id.pod.ns) != e.trusted_namespaces.end())
+      return req;
+
+    // Everyone else gets what the kubelet granted, at most.
+    DeviceRequest::Bound bound{.clamp = e.on_excess == OnExcess::clamp};
+    std::vector<std::string> by;
+    auto take = [&](const Grant& g) {
+      if (!e.counts(g.resource)) return;
+      Granted granted = grant_of(e, g);
+      if (granted.names.empty() && !granted.all) return;
+      bound.all = bound.all || granted.all;
+      for (auto& n : granted.names) add_name(bound.names, std::move(n));
+      std::string one = "`" + g.resource + "` (" + g.source + ")";
+      if (std::find(by.begin(), by.end(), one) == by.end()) by.push_back(one);
+    };
+    for (const auto& g : own_grants(e, session)) take(g);
+    for (const auto& g : ctx.grants) take(g);
+    if (bound.names.empty() && !bound.all) {
+      log::debug("env-devices: {}: ignored, the kubelet granted {} no device of {}", origin, target,
+                 join(e.resources, ", "));
+      return std::nullopt;
+    }
+    std::vector<std::string> granted = bound.names;
+    if (bound.all) granted.insert(granted.begin(), e.kind + "=all");
+    bound.what = "the kubelet granted " + join_some(granted, ", ") + " by " + join(by, ", ");
+    req.bound = std::move(bound);
+    return req;
+  }
+};
+
+EnvDevices::EnvDevices(std::vector<Entry> entries, KubeletSessions& sessions) : state_(std::make_unique<State>()) {
+  for (const auto& e : entries) {
+    kubelet::ClientOptions options{e.kubelet_root};
+    state_->sessions.push_back(sessions.session(e.kubelet_root, std::chrono::milliseconds(2000),
+                                                [options] { return kubelet::make_helper_client(options); }));
+  }
+  state_->entries = std::move(entries);
+}
+
+EnvDevices::EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSession> session)
+    : state_(std::make_unique<State>()) {
+  state_->sessions.assign(entries.size(), session);
+  state_->entries = std::move(entries);
+}
+
+EnvDevices::~EnvDevices() = default;
+
+std::string EnvDevices::last_change() const {
+  return join(state_->changes, "; ");
+}
+
+void EnvDevices::apply(Spec& spec, Context& ctx) {
+  State& s = *state_;
+  s.changes.clear();
+  if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
+  if (!s.decided) {
+    s.id = device_plugin::identify(spec);
+    std::string name = !s.id.container.empty()    ? s.id.container
+                       : ctx.container_id.empty() ? "(unnamed)"
+                                                  : ctx.container_id;
+    s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+    s.decided.emplace();
+    for (std::size_t i = 0; i < s.entries.size(); ++i)
+      if (auto req = s.decide(s.entries[i], *s.sessions[i], spec, ctx)) {
+        log::debug("env-devices: {}: {}", req->origin,
+                   req->bound ? "within what " + req->bound->what : std::string("trusted, no grant checked"));
+        s.decided->emplace_back(&s.entries[i], std::move(*req));
+      }
+  }
+
+  std::erase_if(ctx.device_requests, [](const DeviceRequest& r) { return r.from == "env-devices"; });
+  for (const auto& [e, req] : *s.decided) {
+    ctx.device_requests.push_back(req);
+    if (e->after != After::void_value || last_value(spec, e->env) == "void") continue;
+    spec.array_at({"process", "env"}).push_back(e->env + "=void");
+    s.changes.push_back("appended " + e->env + "=void");
+  }
+}
+
+}  // namespace specshim::env_devices
+
+namespace specshim {
+
+std::unique_ptr<Modifier> make_env_devices(config::Section& s, KubeletSessions& sessions) {
+  if (!s.lists("env-devices", "variable")) return nullptr;
+  auto entries = env_devices::read_entries(s);
+  if (entries.empty()) return nullptr;
+  return std::make_unique<env_devices::EnvDevices>(std::move(entries), sessions);
+}
+
+}  // namespace specshim
