@@ -377,6 +377,10 @@ EnvDevices::EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSessio
 
 EnvDevices::~EnvDevices() = default;
 
+const std::vector<Entry>& EnvDevices::entries() const {
+  return state_->entries;
+}
+
 std::string EnvDevices::last_change() const {
   return join(state_->changes, "; ");
 }

@@ -91,8 +91,9 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
   REQUIRE_THAT(
       report,
-      HasFinding("config", "info",
-                 "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, cpuset, patches"));
+      HasFinding(
+          "config", "info",
+          "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, cpuset, env-devices, patches"));
   REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
 
@@ -268,6 +269,30 @@ TEST_CASE("doctor: CDI disabled says so, and configured spec dirs are the ones r
   REQUIRE_THAT(configured, HasFinding("cdi", "info", "srv/absent: absent"));
   REQUIRE_THAT(configured, HasFinding("cdi", "info", "1 of 1 spec file loaded, 1 device usable"));
   REQUIRE_THAT(configured, !HasFinding("cdi", "fail", "broken.json"));
+}
+
+TEST_CASE("doctor: [[env-devices]] entries are listed, and a kind without a spec is a warning") {
+  FakeHost h;
+  write_file(h.root / "etc/cdi/nvidia.yaml",
+             "cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n  - name: \"0\"\n"
+             "    containerEdits:\n      env: [A=1]\n");
+  const std::string entries =
+      "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+      "resources = [\"nvidia.com/gpu\", \"nvidia.com/mig-*\"]\n"
+      "[[env-devices]]\nenv = \"AMD_VISIBLE_DEVICES\"\nkind = \"amd.com/gpu\"\n";
+  h.write_config(entries);
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "env-devices `NVIDIA_VISIBLE_DEVICES`: bare names are `nvidia.com/gpu`; grants of "
+                                  "nvidia.com/gpu, nvidia.com/mig-* count"));
+  REQUIRE_THAT(report,
+               HasFinding("cdi", "ok", "env-devices `NVIDIA_VISIBLE_DEVICES`: `nvidia.com/gpu` devices are defined"));
+  REQUIRE_THAT(report, HasFinding("cdi", "warn",
+                                  "env-devices `AMD_VISIBLE_DEVICES`: no spec file defines a `amd.com/gpu` device"));
+  h.write_config(entries + "[cdi]\nenabled = false\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "env-devices `NVIDIA_VISIBLE_DEVICES`: the cdi modifier that injects its devices "
+                                      "is off"));
 }
 
 TEST_CASE("doctor: the CDI parse cache is reported, and a directory open to others is a warning") {

@@ -112,6 +112,18 @@ Check check_cdi(const Host& host, const Loaded& loaded) {
     c.add(Status::fail, "device `" + name + "` is defined by more than one spec file (" + join(files, ", ") +
                             "): creates asking for it fail");
 
+  // env-devices hands its requests to cdi: a kind without a spec fails them.
+  for (const auto& e : loaded.env_devices) {
+    std::string prefix = e.kind + "=";
+    auto it = reg.devices.lower_bound(prefix);
+    if (it == reg.devices.end() || it->first.rfind(prefix, 0) != 0)
+      c.add(Status::warn, "env-devices `" + e.env + "`: no spec file defines a `" + e.kind +
+                              "` device: creates that ask for one fail (nvidia-ctk cdi generate or "
+                              "nvidia-cdi-refresh write NVIDIA's)");
+    else
+      c.add(Status::ok, "env-devices `" + e.env + "`: `" + e.kind + "` devices are defined");
+  }
+
   if (reg.files.empty()) {
     c.add(Status::info, "no CDI spec files");
     return c;

@@ -83,6 +83,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     for (const auto& m : chain.modifiers()) {
       loaded.modifiers_on.emplace_back(m->name());
       if (auto* r = dynamic_cast<const requirements::Requirements*>(m.get())) loaded.rules = r->rules();
+      if (auto* e = dynamic_cast<const env_devices::EnvDevices*>(m.get())) loaded.env_devices = e->entries();
       if (auto* p = dynamic_cast<const patches::Patches*>(m.get()))
         for (const auto& patch : p->patches())
           c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
@@ -104,6 +105,14 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
                                 "` matches resources, but the device-plugin modifier "
                                 "that writes " +
                                 std::string(requirements::kResourcesAnnotation) + " is off");
+    }
+    for (const auto& e : loaded.env_devices) {
+      c.add(Status::info, "env-devices `" + e.env + "`: bare names are `" + e.kind + "`; grants of " +
+                              join(e.resources, ", ") + " count" +
+                              (e.volume_mounts.empty() ? "" : "; volume-mounts below " + e.volume_mounts));
+      if (!loaded.on("cdi"))
+        c.add(Status::warn, "env-devices `" + e.env + "`: the cdi modifier that injects its devices is off: " +
+                                "creates that ask for devices fail");
     }
     // [device-plugin.dra] is read by device-plugin and resolved by cdi: with
     // either off, siblings get no claims, and nothing else would say so.

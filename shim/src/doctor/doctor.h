@@ -11,6 +11,7 @@
 
 #include "settings.h"
 #include "specshim/device_plugin.h"
+#include "specshim/env_devices.h"
 #include "specshim/error.h"
 #include "specshim/requirements.h"
 
@@ -63,6 +64,7 @@ struct Loaded {
   std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
   std::string cdi_cache_dir;                         // "": the parse cache is off
   device_plugin::Config device_plugin;               // read whether enabled or not
+  std::vector<env_devices::Entry> env_devices;       // when the modifier is on
   bool on(std::string_view modifier) const;
 };
 

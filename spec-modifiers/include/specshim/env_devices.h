@@ -100,6 +100,7 @@ class EnvDevices final : public Modifier {
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override;
   bool idempotent() const override { return true; }
+  const std::vector<Entry>& entries() const;  // for `specshim doctor`
 
  private:
   struct State;

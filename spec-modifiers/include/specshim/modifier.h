@@ -30,11 +30,11 @@ struct BundleFile {
 // sibling's grant is its source's), env-devices reads the container's own
 // from the kubelet's checkpoint.
 struct Grant {
-  std::string resource;                                   // nvidia.com/gpu
-  std::string source;                                     // "the checkpoint", "Allocate"
-  std::vector<std::pair<std::string, std::string>> envs;  // the answer's env, in key order
-  std::vector<std::string> mounts;                        // containerPath of each mount
-  std::vector<std::string> cdi_devices;                   // CdiDevices and cdi.k8s.io/* annotation values
+  std::string resource = {};                                   // nvidia.com/gpu
+  std::string source = {};                                     // "the checkpoint", "Allocate"
+  std::vector<std::pair<std::string, std::string>> envs = {};  // the answer's env, in key order
+  std::vector<std::string> mounts = {};                        // containerPath of each mount
+  std::vector<std::string> cdi_devices = {};                   // CdiDevices and cdi.k8s.io/* annotation values
   bool operator==(const Grant&) const = default;
 };
 
