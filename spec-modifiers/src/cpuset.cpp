@@ -339,12 +339,12 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_cpuset(config::Section& s, KubeletSessions& sessions) {
+std::unique_ptr<Modifier> make_cpuset(config::Section& s, Shared& shared) {
   auto config = cpuset::read_config(s);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
-  auto session = sessions.session(config->kubelet_root, config->budget,
-                                  [options] { return kubelet::make_helper_client(options); });
+  auto session = shared.kubelet.session(config->kubelet_root, config->budget,
+                                        [options] { return kubelet::make_helper_client(options); });
   return std::make_unique<cpuset::Cpuset>(std::move(*config), std::move(session));
 }
 

@@ -70,6 +70,8 @@ struct DevicePlugin::State {
   std::vector<std::string> changes;                            // what the last apply merged
   std::optional<std::string> dra_asked;                        // the DRA sources resolved, "from\npod-sync"
   std::vector<std::pair<std::string, std::string>> dra_names;  // CDI name, where it came from
+  std::shared_ptr<const std::set<std::string>> voided_env;     // Shared::voided_env
+  std::optional<std::vector<Grant>> own_answers;               // the container's checkpoint answers, read once
 
   // Per apply.
   Context* ctx = nullptr;
@@ -109,6 +111,27 @@ struct DevicePlugin::State {
   const kubelet::PodResources& pod() {
     if (id.pod.empty()) throw kubelet::NotFound("no pod is known for this container");
     return session->pod_resources(id.pod.ns, id.pod.name);
+  }
+
+  // ---- protect-env ---------------------------------------------------------
+
+  // protect keeps the env the container's own plugins set: the checkpoint's
+  // answers for this pod UID and container (every resource), read once per
+  // create. A container outside CRI, or without a pod UID, has none.
+  void protect(Spec& spec) {
+    if (config.protect_env == ProtectEnv::off || !id.cri || id.uid.empty() || id.container.empty()) return;
+    if (!own_answers) {
+      own_answers.emplace();
+      try {
+        for (const auto& e : kubelet().checkpoint(id.uid, id.container))
+          if (e.alloc) own_answers->push_back(granted(*e.alloc, e.resource, "the checkpoint"));
+      } catch (const kubelet::Error& e) {
+        throw Error("read the env the kubelet's device plugins set for " + target + " (protect-env, " +
+                    kubelet::checkpoint_file(config.kubelet_root).string() + "): " + e.what());
+      }
+    }
+    if (protect_env(spec, *own_answers, config.protect_env, *voided_env, target))
+      changes.push_back("dropped env entries that overrode plugin env (protect-env = \"drop\")");
   }
 
   // ---- providers ----------------------------------------------------------
@@ -463,11 +486,13 @@ DevicePlugin::DevicePlugin(Config config, ClientFactory make_client, NodeLookup 
     : DevicePlugin(config, std::make_shared<KubeletSession>(std::move(make_client), config.budget), std::move(lookup)) {
 }
 
-DevicePlugin::DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup)
+DevicePlugin::DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup,
+                           std::shared_ptr<const std::set<std::string>> voided_env)
     : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
   state_->session = std::move(session);
   state_->lookup = std::move(lookup);
+  state_->voided_env = voided_env ? std::move(voided_env) : std::make_shared<const std::set<std::string>>();
 }
 
 DevicePlugin::~DevicePlugin() = default;
@@ -501,6 +526,7 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
       s.settle({&r}, "resolve annotation `" + r.name + "`", s.socket_of(r), "must be a string");
   }
 
+  s.protect(spec);
   std::vector<Request> requests;
   s.kubelet_requests(requests);
   s.container_sync_requests(spec, requests);
@@ -515,13 +541,14 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_device_plugin(config::Section& s, KubeletSessions& sessions) {
+std::unique_ptr<Modifier> make_device_plugin(config::Section& s, Shared& shared) {
   auto config = device_plugin::read_config(s);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
-  auto session = sessions.session(config->kubelet_root, config->budget,
-                                  [options] { return kubelet::make_helper_client(options); });
-  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config), std::move(session));
+  auto session = shared.kubelet.session(config->kubelet_root, config->budget,
+                                        [options] { return kubelet::make_helper_client(options); });
+  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config), std::move(session),
+                                                       device_plugin::stat_host_node, shared.voided_env);
 }
 
 }  // namespace specshim

@@ -111,6 +111,12 @@ Config read_table(config::Section& s) {
   c.enabled = s.boolean("enabled").value_or(false);
   read_kubelet_keys(s, c.kubelet_root, c.budget);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
+  if (s.kind("protect-env") == config::Kind::boolean) {
+    c.protect_env = *s.boolean("protect-env") ? ProtectEnv::fail : ProtectEnv::off;
+  } else if (auto p = s.string("protect-env")) {
+    if (*p != "fail" && *p != "drop") s.fail("protect-env", "want true (\"fail\"), false, \"fail\" or \"drop\"");
+    c.protect_env = *p == "fail" ? ProtectEnv::fail : ProtectEnv::drop;
+  }
   for (auto& t : s.tables("resources")) c.resources.push_back(read_resource(t, c));
   if (auto dra = s.table("dra")) c.dra = read_dra(*dra);
   return c;

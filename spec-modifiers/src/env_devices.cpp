@@ -417,11 +417,13 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_env_devices(config::Section& s, KubeletSessions& sessions) {
+std::unique_ptr<Modifier> make_env_devices(config::Section& s, Shared& shared) {
   if (!s.lists("env-devices", "variable")) return nullptr;
   auto entries = env_devices::read_entries(s);
   if (entries.empty()) return nullptr;
-  return std::make_unique<env_devices::EnvDevices>(std::move(entries), sessions);
+  for (const auto& e : entries)
+    if (e.after == env_devices::After::void_value) shared.voided_env->insert(e.env);
+  return std::make_unique<env_devices::EnvDevices>(std::move(entries), shared.kubelet);
 }
 
 }  // namespace specshim

@@ -15,7 +15,7 @@ namespace {
 
 // alone adapts the factory of a modifier that shares nothing.
 template <std::unique_ptr<Modifier> (*make)(config::Section&)>
-std::unique_ptr<Modifier> alone(config::Section& section, KubeletSessions&) {
+std::unique_ptr<Modifier> alone(config::Section& section, Shared&) {
   return make(section);
 }
 
@@ -62,13 +62,13 @@ Chain build_chain(config::Section& root) {
   }
 
   std::vector<std::unique_ptr<Modifier>> modifiers;
-  KubeletSessions sessions;  // each modifier keeps the one it uses
+  Shared shared;  // each modifier keeps what it uses
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view
     // of the root that sees only its key.
     config::Section section = root.kind(e.name) == config::Kind::array ? root.only(e.name) : root.section(e.name);
-    std::unique_ptr<Modifier> m = e.make(section, sessions);
+    std::unique_ptr<Modifier> m = e.make(section, shared);
     section.finish();
     if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));
   }

@@ -12,6 +12,7 @@
 #include <sys/sysmacros.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "container.h"
 #include "fake_kubelet.h"
@@ -76,18 +77,26 @@ struct Host {
 
   // grant writes the checkpoint: pod_uid's container `main` got gpus (indexes
   // into kGpu) of nvidia.com/gpu, the plugin's answer naming their UUIDs.
-  void grant(const std::string& pod_uid, const std::vector<std::size_t>& gpus) const {
+  void grant(const std::string& pod_uid, const std::vector<std::size_t>& gpus,
+             const std::map<std::string, std::string>& more_env = {}) const {
     std::vector<std::string> ids;
     for (auto i : gpus) ids.push_back(kGpu[i]);
     AllocateResponse alloc;
     std::string list;
     for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
-    alloc.envs = {{"NVIDIA_VISIBLE_DEVICES", list}};
+    alloc.envs = more_env;
+    alloc.envs["NVIDIA_VISIBLE_DEVICES"] = list;
     write_checkpoint(kubelet, {{pod_uid, "main", "nvidia.com/gpu", {{"-1", ids}}, alloc}}, {}, CheckpointLayout::numa);
   }
 
-  std::string config() const {
-    return "[chain]\norder = [\"env-devices\", \"cdi\", \"devices-cgroup\"]\n\n[cdi]\nspec-dirs = [\"" + cdi.string() +
+  // with_device_plugin adds [device-plugin] with no resources: only its
+  // protect-env (on by default) reads the checkpoint.
+  std::string config(bool with_device_plugin = false) const {
+    return std::string("[chain]\norder = [") + (with_device_plugin ? "\"device-plugin\", " : "") +
+           "\"env-devices\", \"cdi\", \"devices-cgroup\"]" +
+           (with_device_plugin ? "\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" + kubelet.string() + "\""
+                               : "") +
+           "\n\n[cdi]\nspec-dirs = [\"" + cdi.string() +
            "\"]\ncache-dir = \"\"\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
            "kubelet-root = \"" +
            kubelet.string() + "\"\n";
@@ -98,8 +107,8 @@ struct Host {
 // its annotations, the image's and the device plugin's env entries, and
 // containerd's default capabilities (CAP_MKNOD among them) plus extra ones.
 BusyboxBundle cri_bundle(const Host& host, const std::vector<std::string>& env,
-                         const std::vector<std::string>& extra_caps = {}) {
-  BusyboxBundle b(host.tmp / "bundle");
+                         const std::vector<std::string>& extra_caps = {}, const std::string& dir = "bundle") {
+  BusyboxBundle b(host.tmp / dir);
   b.set_args(kProbe);
   b.spec()["annotations"] = {
       {"io.kubernetes.cri.container-type", "container"}, {"io.kubernetes.cri.container-name", "main"},
@@ -116,8 +125,8 @@ BusyboxBundle cri_bundle(const Host& host, const std::vector<std::string>& env,
 }
 
 // run_probe runs the bundle through specshim and runc; the probe exits 0.
-std::string run_probe(const Host& host, const BusyboxBundle& b) {
-  Shim shim(host.tmp.path(), host.config());
+std::string run_probe(const Host& host, const BusyboxBundle& b, bool with_device_plugin = false) {
+  Shim shim(host.tmp.path(), host.config(with_device_plugin));
   auto r = shim.run(b, unique_id("it-envdev"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
@@ -183,4 +192,31 @@ TEST_CASE("env-devices: an unprivileged container without a grant and the image'
   REQUIRE(run_probe(host, b) ==
           "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
           "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=all\n");
+}
+
+TEST_CASE("env-devices: HAMi's memory limit overridden by the pod spec is refused (device-plugin protect-env)") {
+  Host host;
+  host.grant(kUid, {1}, {{"CUDA_DEVICE_MEMORY_LIMIT_0", "4000m"}});
+  std::vector<std::string> hami = {"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_VISIBLE_DEVICES=" + kGpu[1],
+                                   "CUDA_DEVICE_MEMORY_LIMIT_0=4000m"};
+  // The plugin's own env passes, and so does the void env-devices appends.
+  BusyboxBundle ok = cri_bundle(host, hami);
+  REQUIRE(run_probe(host, ok, true) ==
+          "nvidia0 absent\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl 1:3 open\n"
+          "nodes: nvidia1 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
+
+  hami.push_back("CUDA_DEVICE_MEMORY_LIMIT_0=80000m");
+  BusyboxBundle b = cri_bundle(host, hami, {}, "overridden");
+  const std::string before = read_file(b.dir() / "config.json");
+  Shim shim(host.tmp.path(), host.config(true));
+  auto r = shim.run(b, unique_id("it-envdev-protect"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.empty());
+  REQUIRE_THAT(Shim::log(b),
+               Contains("specshim: device-plugin: process.env[") &&
+                   Contains("CUDA_DEVICE_MEMORY_LIMIT_0=80000m\\\" overrides \\\"CUDA_DEVICE_MEMORY_LIMIT_0="
+                            "4000m\\\", which the device plugin of `nvidia.com/gpu` set for container "
+                            "`main` of pod `team-a/trainer` (the checkpoint)"));
+  REQUIRE(read_file(b.dir() / "config.json") == before);
 }

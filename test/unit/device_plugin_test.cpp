@@ -315,3 +315,73 @@ TEST_CASE("merge_list_annotation: appends new items, keeps the existing text") {
   CHECK_THAT(error_of<Error>([&] { merge_list_annotation(spec, kResources, {"x.com/y"}); }),
              Contains("annotation `specshim.io/resources`: must be a string"));
 }
+
+TEST_CASE("device-plugin: protect-env reads as true, false, \"fail\" or \"drop\"; default fail") {
+  REQUIRE(config_of("[device-plugin]\nenabled = true\n")->protect_env == ProtectEnv::fail);
+  REQUIRE(config_of("[device-plugin]\nenabled = true\nprotect-env = false\n")->protect_env == ProtectEnv::off);
+  REQUIRE(config_of("[device-plugin]\nenabled = true\nprotect-env = true\n")->protect_env == ProtectEnv::fail);
+  REQUIRE(config_of("[device-plugin]\nenabled = true\nprotect-env = \"drop\"\n")->protect_env == ProtectEnv::drop);
+  REQUIRE_THAT(error_of<Error>([] { config_of("[device-plugin]\nprotect-env = \"warn\"\n"); }),
+               Contains("`device-plugin.protect-env`") && Contains("want true (\"fail\"), false"));
+}
+
+TEST_CASE("device-plugin: protect-env refuses or drops entries that override the plugin's env") {
+  auto spec_of = [](std::vector<std::string> env) {
+    return Spec::parse(Json{{"process", {{"env", std::move(env)}}}}.dump());
+  };
+  auto env_of = [](const Spec& s) { return s.find({"process", "env"})->get<std::vector<std::string>>(); };
+  std::vector<Grant> answers = {
+      {.resource = "nvidia.com/gpu",
+       .source = "the checkpoint",
+       .envs = {{"CUDA_DEVICE_MEMORY_LIMIT_0", "4000m"}, {"NVIDIA_VISIBLE_DEVICES", "GPU-1"}}}};
+  const std::set<std::string> voided = {"NVIDIA_VISIBLE_DEVICES"};
+  const std::vector<std::string> plugin = {"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_VISIBLE_DEVICES=GPU-1",
+                                           "CUDA_DEVICE_MEMORY_LIMIT_0=4000m"};
+
+  SECTION("the plugin's own entries, an image value before them, and a repeat of the same value pass") {
+    auto env = plugin;
+    env.push_back("CUDA_DEVICE_MEMORY_LIMIT_0=4000m");
+    Spec s = spec_of(env);
+    REQUIRE_FALSE(protect_env(s, answers, ProtectEnv::fail, voided, "container `main`"));
+    REQUIRE(env_of(s) == env);
+  }
+  SECTION("a later value fails naming the entry, the plugin's value and whose it is") {
+    auto env = plugin;
+    env.push_back("CUDA_DEVICE_MEMORY_LIMIT_0=80000m");
+    Spec s = spec_of(env);
+    REQUIRE_THAT(error_of<Error>([&] { protect_env(s, answers, ProtectEnv::fail, voided, "container `main`"); }),
+                 Contains("process.env[3] \"CUDA_DEVICE_MEMORY_LIMIT_0=80000m\" overrides "
+                          "\"CUDA_DEVICE_MEMORY_LIMIT_0=4000m\", which the device plugin of `nvidia.com/gpu` set "
+                          "for container `main` (the checkpoint)"));
+  }
+  SECTION("drop removes every overriding entry and nothing else") {
+    auto env = plugin;
+    env.insert(env.end(), {"NVIDIA_VISIBLE_DEVICES=all", "OTHER=1", "CUDA_DEVICE_MEMORY_LIMIT_0=0"});
+    Spec s = spec_of(env);
+    REQUIRE(protect_env(s, answers, ProtectEnv::drop, voided, "container `main`"));
+    auto want = plugin;
+    want.push_back("OTHER=1");
+    REQUIRE(env_of(s) == want);
+    REQUIRE_FALSE(protect_env(s, answers, ProtectEnv::drop, voided, "container `main`"));
+  }
+  SECTION("`void` after the plugin's value is env-devices' own only for the variables it voids") {
+    auto env = plugin;
+    env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+    Spec s = spec_of(env);
+    REQUIRE_FALSE(protect_env(s, answers, ProtectEnv::fail, voided, "container `main`"));
+    REQUIRE_THAT(error_of<Error>([&] { protect_env(s, answers, ProtectEnv::fail, {}, "container `main`"); }),
+                 Contains("\"NVIDIA_VISIBLE_DEVICES=void\" overrides"));
+    auto limit = plugin;
+    limit.push_back("CUDA_DEVICE_MEMORY_LIMIT_0=void");
+    Spec l = spec_of(limit);
+    REQUIRE_THROWS(protect_env(l, answers, ProtectEnv::fail, voided, "container `main`"));
+  }
+  SECTION("without the plugin's entry there is nothing to protect; off changes nothing") {
+    Spec s = spec_of({"NVIDIA_VISIBLE_DEVICES=all"});
+    REQUIRE_FALSE(protect_env(s, answers, ProtectEnv::fail, voided, "container `main`"));
+    auto env = plugin;
+    env.push_back("NVIDIA_VISIBLE_DEVICES=all");
+    Spec o = spec_of(env);
+    REQUIRE_FALSE(protect_env(o, answers, ProtectEnv::off, voided, "container `main`"));
+  }
+}

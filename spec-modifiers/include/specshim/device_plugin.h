@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,12 @@ inline constexpr const char* kResources = "specshim.io/resources";              
 
 enum class Provider { kubelet, container_sync, pod_sync, direct };
 enum class OnError { fail, skip };
+// ProtectEnv is what happens to a process.env entry that comes after one the
+// container's own plugin answer set (the kubelet's checkpoint) and gives the
+// key another value: the pod spec overriding CUDA_DEVICE_MEMORY_LIMIT_0 or
+// NVIDIA_VISIBLE_DEVICES. fail: the create fails naming the key; drop: such
+// entries are removed.
+enum class ProtectEnv { off, fail, drop };
 
 std::string_view to_string(Provider p);
 
@@ -69,6 +76,7 @@ struct Config {
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
   std::chrono::milliseconds budget{2000};
   bool direct_requires_pod_devices = true;
+  ProtectEnv protect_env = ProtectEnv::fail;
   std::vector<Resource> resources;  // in file order, which is also merge order
   Dra dra;
   const Resource* find(std::string_view name) const;
@@ -154,6 +162,14 @@ Grant granted(const kubelet::AllocateResponse& answer, std::string_view resource
 bool merge_answer(Spec& spec, const PreparedAnswer& answer, std::string_view resource,
                   std::vector<std::string>& conflicts);
 
+// protect_env applies policy (not off) to the env entries that override
+// what answers set: an entry `K=V'` after the last `K=V` of an answer's K,
+// unless it is `K=void` and K is in voided. fail throws Error naming the
+// entry, its index, the answer's value and whose it is (what); drop removes
+// them. Returns whether the spec changed.
+bool protect_env(Spec& spec, const std::vector<Grant>& answers, ProtectEnv policy, const std::set<std::string>& voided,
+                 const std::string& target);
+
 // merge_list_annotation adds items to a comma-separated annotation, keeping
 // what is there and its spelling. Returns whether the spec changed.
 bool merge_list_annotation(Spec& spec, std::string_view key, const std::vector<std::string>& items);
@@ -167,7 +183,10 @@ using ClientFactory = KubeletClientFactory;
 class DevicePlugin final : public Modifier {
  public:
   DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup = stat_host_node);
-  DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup = stat_host_node);
+  // voided_env names the variables env-devices ends with `<ENV>=void`
+  // (Shared::voided_env): protect-env lets that entry be.
+  DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup = stat_host_node,
+               std::shared_ptr<const std::set<std::string>> voided_env = nullptr);
   ~DevicePlugin() override;
 
   std::string_view name() const override { return "device-plugin"; }

@@ -3,20 +3,34 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 
 #include "specshim/config.h"
 #include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
 
 namespace specshim {
+
+// Shared is what build_chain hands the factories of modifiers that work
+// together, before any of them runs.
+struct Shared {
+  KubeletSessions kubelet;  // device-plugin, cpuset, env-devices: one session per kubelet
+  // The variables env-devices ends with `<ENV>=void` once it handed their
+  // devices to cdi: device-plugin's protect-env takes that entry for
+  // specshim's own, not for a tenant's override. Filled as env-devices is
+  // built, read at creates.
+  std::shared_ptr<std::set<std::string>> voided_env = std::make_shared<std::set<std::string>>();
+};
+
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);
-// The modifiers that ask the kubelet share the chain's sessions.
+// The modifiers that work together get what the chain shares.
 std::unique_ptr<Modifier> make_passwd(config::Section& section);
 std::unique_ptr<Modifier> make_cdi(config::Section& section);
 std::unique_ptr<Modifier> make_devices_cgroup(config::Section& section);
-std::unique_ptr<Modifier> make_device_plugin(config::Section& section, KubeletSessions& sessions);
-std::unique_ptr<Modifier> make_cpuset(config::Section& section, KubeletSessions& sessions);
-std::unique_ptr<Modifier> make_env_devices(config::Section& section, KubeletSessions& sessions);
+std::unique_ptr<Modifier> make_device_plugin(config::Section& section, Shared& shared);
+std::unique_ptr<Modifier> make_cpuset(config::Section& section, Shared& shared);
+std::unique_ptr<Modifier> make_env_devices(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 std::unique_ptr<Modifier> make_patches(config::Section& section);
 }  // namespace specshim

@@ -9,17 +9,17 @@
 
 #include "specshim/chain.h"
 #include "specshim/config.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/modifiers.h"
 
 namespace specshim {
 
 // ModifierEntry names one modifier and how to build it from its config table
 // ([<name>] in config.toml; the table may be absent) and what the chain's
-// modifiers share (the kubelet sessions). make returns nullptr when the
-// modifier is disabled by its config.
+// modifiers share (Shared). make returns nullptr when the modifier is
+// disabled by its config.
 struct ModifierEntry {
   std::string_view name;
-  std::unique_ptr<Modifier> (*make)(config::Section& section, KubeletSessions& sessions);
+  std::unique_ptr<Modifier> (*make)(config::Section& section, Shared& shared);
 };
 
 // registry lists every modifier in its default chain order.
