@@ -95,6 +95,36 @@ struct Pod {
   return "[cdi]\nspec-dirs = [\"" + (dir / "cdi").string() + "\"]\n";
 }
 
+// checkpoint_with_env is a kubelet_internal_checkpoint with one entry, for
+// pod_uid's container `main`, whose stored answer sets one env variable: a
+// v1beta1 ContainerAllocateResponse with envs (field 1, a map entry of key 1
+// and value 2), base64 as Go writes []byte. Written by hand: the fakes'
+// encoder links a second gRPC into this binary.
+std::string checkpoint_with_env(const std::string& pod_uid, const std::string& resource, const std::string& id,
+                                const std::string& key, const std::string& value) {
+  auto field = [](char tag, const std::string& payload) {
+    REQUIRE(payload.size() < 128);  // one-byte lengths
+    return std::string(1, tag) + static_cast<char>(payload.size()) + payload;
+  };
+  const std::string bytes = field('\x0a', field('\x0a', key) + field('\x12', value));
+  static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    std::uint32_t n = static_cast<std::uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) n |= static_cast<std::uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) n |= static_cast<std::uint8_t>(bytes[i + 2]);
+    for (std::size_t k = 0; k < 4; ++k) b64 += i + k <= bytes.size() ? digits[(n >> (18 - 6 * k)) & 63] : '=';
+  }
+  nlohmann::json entry = {{"PodUID", pod_uid},
+                          {"ContainerName", "main"},
+                          {"ResourceName", resource},
+                          {"DeviceIDs", {{"0", {id}}}},
+                          {"AllocResp", b64}};
+  return nlohmann::json{{"Data", {{"PodDeviceEntries", {entry}}, {"RegisteredDevices", {{resource, {id}}}}}},
+                        {"Checksum", 1}}
+      .dump();
+}
+
 // run_as_uid runs script as uid kUid in a pod of its own and returns its
 // log; the container must exit 0.
 std::string run_as_uid(Containerd& c, const std::string& pod_name, const std::string& script) {
@@ -298,4 +328,42 @@ TEST_CASE("CRI: an unresolvable CDI device fails StartContainer with specshim's 
   }
   CHECK(c.cri().container_status(id).reason() == "StartError");
   c.cri().remove_container(id);
+}
+
+TEST_CASE("CRI: a GPU handed over in NVIDIA_VISIBLE_DEVICES as the kubelet passes plugin env arrives (env-devices)",
+          CDI_TAGS) {
+  Containerd c;
+  const fs::path dir = c.dir();
+  const std::string gpu = "GPU-4a3b2c1d-0000-4000-8000-0000000000e2";
+  fs::create_directories(dir / "gpu-dev");
+  ::mknod((dir / "gpu-dev/nvidia0").c_str(), S_IFCHR | 0666, makedev(1, 7));
+  nlohmann::json device = {
+      {"deviceNodes", {{{"path", "/dev/nvidia0"}, {"hostPath", (dir / "gpu-dev/nvidia0").string()}}}}};
+  nlohmann::json spec = {
+      {"cdiVersion", "0.5.0"},
+      {"kind", "nvidia.com/gpu"},
+      {"devices", {{{"name", "0"}, {"containerEdits", device}}, {{"name", gpu}, {"containerEdits", device}}}},
+      {"containerEdits", {{"env", {"E2E_DRIVER=570.86.15"}}}}};
+  specshim::test::write_file(dir / "gpu-cdi/nvidia.json", spec.dump(2));
+  c.set_specshim_config("[cdi]\nspec-dirs = [\"" + (dir / "gpu-cdi").string() +
+                        "\"]\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+                        "kubelet-root = \"" +
+                        (dir / "kubelet").string() + "\"\n");
+
+  Pod pod(c, "env-gpu-pod");
+  // The kubelet's device manager recorded the plugin's answer before CreateContainer.
+  specshim::test::write_file(
+      dir / "kubelet/device-plugins/kubelet_internal_checkpoint",
+      checkpoint_with_env(pod.config.metadata().uid(), "nvidia.com/gpu", gpu, "NVIDIA_VISIBLE_DEVICES", gpu));
+  auto cfg = container_config("main",
+                              "test -c /dev/nvidia0 && head -c 4 /dev/nvidia0 | od -An -tx1 && echo gpu-opens; "
+                              "echo driver=$E2E_DRIVER devices=$NVIDIA_VISIBLE_DEVICES");
+  auto* env = cfg.add_envs();  // the plugin's env, which the kubelet puts first
+  env->set_key("NVIDIA_VISIBLE_DEVICES");
+  env->set_value(gpu);
+  auto ran = pod.run(cfg);
+  const std::string log = log_text(ran.log);
+  INFO(log << c.diagnostics());
+  CHECK(ran.status.exit_code() == 0);
+  CHECK(log == "stdout:  00 00 00 00\nstdout: gpu-opens\nstdout: driver=570.86.15 devices=void\n");
 }
