@@ -14,14 +14,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
+#include <map>
 
 #include "specshim/kubelet/errors.h"
 
 namespace specshim::kubelet {
-
-using nlohmann::json;
 
 namespace {
 
@@ -56,53 +56,442 @@ std::optional<std::string> read_file(const std::filesystem::path& file) {
   return out;
 }
 
-// Parser turns the JSON DOM into entries, naming the exact key on failure.
+// SyntaxError is invalid JSON at a byte offset; range is a number no double holds.
+struct SyntaxError {
+  std::size_t byte;
+  bool range = false;
+};
+
+// Reader reads RFC 8259 JSON strictly: UTF-8 checked, escapes decoded (lone
+// surrogates refused), numbers by the grammar and finite as doubles, only
+// whitespace after the value. Nesting is bounded (kMaxDepth).
+class Reader {
+ public:
+  explicit Reader(std::string_view s) : s_(s) {}
+
+  // The checkpoint has one entry per (pod, container, resource) of the
+  // node, each with a base64 AllocResp, and a create uses one or two: the
+  // document is read as a stream, keeping only the strings it wants (a
+  // general JSON DOM cost ~150 instructions a byte, most of them malloc).
+
+  // next is the first byte of the next value: '{', '[', '"', 'n' (null), or
+  // another for booleans and numbers (skip them).
+  char next() {
+    space();
+    return peek();
+  }
+  // object reads {...}, calling member(key) for each member; member reads
+  // the value. array reads [...], calling item() for each element.
+  template <typename F>
+  void object(F&& member) {
+    enter();
+    expect('{');
+    if (next() == '}') {
+      ++i_;
+      return leave();
+    }
+    for (;;) {
+      space();
+      if (peek() != '"') bad();
+      std::string_view key = text(key_);
+      space();
+      expect(':');
+      member(key);
+      if (next() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return leave();
+    }
+  }
+  template <typename F>
+  void array(F&& item) {
+    enter();
+    expect('[');
+    if (next() == ']') {
+      ++i_;
+      return leave();
+    }
+    for (;;) {
+      item();
+      if (next() == ',') {
+        ++i_;
+        continue;
+      }
+      expect(']');
+      return leave();
+    }
+  }
+  std::string string_value() {
+    space();
+    std::string scratch;
+    return std::string(text(scratch));
+  }
+  void null() { word("null"); }
+  // skip reads any value, checking it, and keeps nothing.
+  void skip() {
+    switch (next()) {
+      case '{':
+        object([&](std::string_view) { skip(); });
+        return;
+      case '[':
+        array([&] { skip(); });
+        return;
+      case '"':
+        string();
+        return;
+      case 't':
+        word("true");
+        return;
+      case 'f':
+        word("false");
+        return;
+      case 'n':
+        word("null");
+        return;
+      default:
+        number();
+    }
+  }
+  // end checks that only whitespace follows the document.
+  void end() {
+    space();
+    if (i_ != s_.size()) bad();
+  }
+
+ private:
+  static constexpr int kMaxDepth = 512;
+
+  void enter() {
+    if (++depth_ > kMaxDepth) bad();
+  }
+  void leave() { --depth_; }
+  [[noreturn]] void bad() const { throw SyntaxError{i_}; }
+  void space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void expect(char c) {
+    if (peek() != c) bad();
+    ++i_;
+  }
+  void word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) bad();
+    i_ += w.size();
+  }
+
+  void number() {
+    std::size_t start = i_;
+    auto digits = [&] {
+      std::size_t from = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      return i_ - from;
+    };
+    if (peek() == '-') ++i_;
+    if (peek() == '0')
+      ++i_;
+    else if (digits() == 0)
+      bad();
+    bool integer = true;
+    if (peek() == '.') {
+      ++i_;
+      integer = false;
+      if (digits() == 0) bad();
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      integer = false;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (digits() == 0) bad();
+    }
+    // A number no int64/uint64 holds is read as a double; one no double
+    // holds is refused (encoding/json refuses it too).
+    if (!integer || i_ - start > 19) {
+      std::string text(s_.substr(start, i_ - start));
+      if (std::isinf(std::strtod(text.c_str(), nullptr))) throw SyntaxError{start, true};
+    }
+  }
+
+  unsigned hex4() {
+    if (i_ + 4 > s_.size()) bad();
+    unsigned u = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = s_[i_++];
+      u <<= 4;
+      if (c >= '0' && c <= '9')
+        u |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        u |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        u |= static_cast<unsigned>(c - 'A' + 10);
+      else
+        bad();
+    }
+    return u;
+  }
+
+  static void put_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  // utf8 checks one multi-byte sequence at i_ (RFC 3629: no overlong forms,
+  // no surrogates, nothing above U+10FFFF) and steps over it.
+  void utf8() {
+    auto b = [&](std::size_t k) { return i_ + k < s_.size() ? static_cast<unsigned char>(s_[i_ + k]) : 0u; };
+    auto cont = [](unsigned c) { return (c & 0xC0) == 0x80; };
+    unsigned c0 = b(0), c1 = b(1);
+    std::size_t n = 0;
+    if (c0 >= 0xC2 && c0 <= 0xDF)
+      n = 2;
+    else if (c0 >= 0xE0 && c0 <= 0xEF)
+      n = 3;
+    else if (c0 >= 0xF0 && c0 <= 0xF4)
+      n = 4;
+    else
+      bad();
+    for (std::size_t k = 1; k < n; ++k)
+      if (!cont(b(k))) bad();
+    if ((c0 == 0xE0 && c1 < 0xA0) || (c0 == 0xED && c1 > 0x9F) || (c0 == 0xF0 && c1 < 0x90) ||
+        (c0 == 0xF4 && c1 > 0x8F))
+      bad();
+    i_ += n;
+  }
+
+  // text reads a string: a view into the document when it is plain ASCII
+  // without escapes (every string Go writes for a checkpoint), else decoded
+  // into scratch.
+  std::string_view text(std::string& scratch) {
+    std::size_t start = i_ + 1;
+    std::size_t end = start;
+    while (end < s_.size() && s_[end] != '"' && s_[end] != '\\' && static_cast<unsigned char>(s_[end]) >= 0x20 &&
+           static_cast<unsigned char>(s_[end]) < 0x80)
+      ++end;
+    if (peek() == '"' && end < s_.size() && s_[end] == '"') {
+      i_ = end + 1;
+      return s_.substr(start, end - start);
+    }
+    scratch = string();
+    return scratch;
+  }
+
+  std::string string() {
+    expect('"');
+    std::string out;
+    for (;;) {
+      std::size_t run = i_;  // a run of plain ASCII is copied at once
+      while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\\' && static_cast<unsigned char>(s_[i_]) >= 0x20 &&
+             static_cast<unsigned char>(s_[i_]) < 0x80)
+        ++i_;
+      out.append(s_.substr(run, i_ - run));
+      if (i_ >= s_.size()) bad();
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return out;
+      }
+      if (c < 0x20) bad();
+      if (c >= 0x80) {
+        std::size_t from = i_;
+        utf8();
+        out.append(s_.substr(from, i_ - from));
+        continue;
+      }
+      ++i_;  // a backslash
+      char e = peek();
+      ++i_;
+      static constexpr std::string_view kEscaped = "\"\\/bfnrt", kMeant = "\"\\/\b\f\n\r\t";
+      if (auto k = kEscaped.find(e); e != '\0' && k != std::string_view::npos) {
+        out += kMeant[k];
+        continue;
+      }
+      switch (e) {
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) bad();
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (peek() != '\\') bad();
+            ++i_;
+            if (peek() != 'u') bad();
+            ++i_;
+            unsigned low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) bad();
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default:
+          --i_;
+          bad();
+      }
+    }
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  int depth_ = 0;
+  std::string key_;  // an escaped key, decoded (valid until the next key)
+};
+
+// Parser reads the checkpoint's layout from a Reader, naming the exact key
+// on failure. A key given twice counts once, the last time (encoding/json).
 class Parser {
  public:
-  explicit Parser(const std::string& name) : name_(name) {}
+  Parser(Reader& r, const std::string& name) : r_(r), name_(name) {}
 
   [[noreturn]] void fail(const std::string& where, const std::string& why) const {
     throw Protocol("read checkpoint `" + name_ + "`: " + where + ": " + why);
   }
 
-  const json* member(const json& obj, const char* key) const {
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  // ids reads a list of device IDs (or null) into out, each once; where()
+  // spells its path for a message.
+  template <typename Where>
+  void ids(const Where& where, std::vector<std::string>& out) {
+    char c = r_.next();
+    if (c == 'n') return r_.null();
+    if (c != '[') fail(where(), "not a list");
+    r_.array([&] {
+      if (r_.next() != '"') fail(where(), "has a non-string device ID");
+      std::string id = r_.string_value();
+      if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(std::move(id));
+    });
   }
 
-  std::string string(const json& obj, const char* key, const std::string& where) const {
-    const json* v = member(obj, key);
-    if (!v) fail(where, "missing `" + std::string(key) + "`");
-    if (!v->is_string()) fail(where + "." + key, "not a string");
-    return v->get<std::string>();
-  }
-
-  // ids appends the strings of a JSON list to out, skipping ones already there.
-  void ids(const json& list, const std::string& where, std::vector<std::string>& out) const {
-    if (list.is_null()) return;
-    if (!list.is_array()) fail(where, "not a list");
-    for (const auto& id : list) {
-      if (!id.is_string()) fail(where, "has a non-string device ID");
-      auto s = id.get<std::string>();
-      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
-    }
-  }
-
-  // device_ids reads both layouts: a flat list (<= 1.19) or NUMA node -> list.
-  std::vector<std::string> device_ids(const json* v, const std::string& where) const {
+  // device_ids reads both layouts: a flat list (<= 1.19) or NUMA node ->
+  // list, taken in key order (encoding/json writes map keys sorted).
+  template <typename Where>
+  std::vector<std::string> device_ids(const Where& where) {
     std::vector<std::string> out;
-    if (!v) return out;
-    if (v->is_array()) {
-      ids(*v, where, out);
-    } else if (v->is_object()) {
-      for (const auto& [numa, list] : v->items()) ids(list, where + "[\"" + numa + "\"]", out);
+    char c = r_.next();
+    if (c == 'n') {
+      r_.null();
+    } else if (c == '[') {
+      ids(where, out);
+    } else if (c == '{') {
+      std::map<std::string, std::vector<std::string>> by_numa;
+      r_.object([&](std::string_view numa) {
+        auto& list = by_numa[std::string(numa)];
+        list.clear();
+        ids([&] { return where() + "[\"" + std::string(numa) + "\"]"; }, list);
+      });
+      for (const auto& [numa, list] : by_numa)
+        for (const auto& id : list)
+          if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
     } else {
-      fail(where, "neither a list nor a NUMA map");
+      fail(where(), "neither a list nor a NUMA map");
     }
     return out;
   }
 
+  // entry reads PodDeviceEntries[index]. Its path is spelled only for a
+  // message: a create reads hundreds of entries.
+  Checkpoint::RawEntry entry(std::size_t index) {
+    auto where = [&](std::string_view field = {}) {
+      return "Data.PodDeviceEntries[" + std::to_string(index) + "]" + std::string(field);
+    };
+    if (r_.next() != '{') fail(where(), "not an object");
+    std::optional<std::string> uid, container, resource, alloc;
+    std::vector<std::string> devices;
+    auto text = [&](std::string_view field, const char* what = "not a string") -> std::optional<std::string> {
+      char c = r_.next();
+      if (c == 'n') {
+        r_.null();
+        return std::nullopt;
+      }
+      if (c != '"') fail(where(field), what);
+      return r_.string_value();
+    };
+    r_.object([&](std::string_view key) {
+      if (key == "PodUID") {
+        uid = text(".PodUID");
+      } else if (key == "ContainerName") {
+        container = text(".ContainerName");
+      } else if (key == "ResourceName") {
+        resource = text(".ResourceName");
+      } else if (key == "DeviceIDs") {
+        devices = device_ids([&] { return where(".DeviceIDs"); });
+      } else if (key == "AllocResp") {
+        alloc = text(".AllocResp", "not a base64 string");
+      } else {
+        r_.skip();
+      }
+    });
+    auto required = [&](std::optional<std::string>& v, const char* key) {
+      if (!v) fail(where(), "missing `" + std::string(key) + "`");
+      return std::move(*v);
+    };
+    Checkpoint::RawEntry raw;
+    raw.pod_uid = required(uid, "PodUID");
+    raw.container = required(container, "ContainerName");
+    raw.resource = required(resource, "ResourceName");
+    raw.device_ids = std::move(devices);
+    raw.alloc_resp = std::move(alloc);
+    return raw;
+  }
+
+  void data(std::vector<Checkpoint::RawEntry>& entries, ResourceDevices& registered) {
+    if (r_.next() != '{') fail("Data", "not an object");
+    r_.object([&](std::string_view key) {
+      if (key == "PodDeviceEntries") {
+        entries.clear();
+        char c = r_.next();
+        if (c == 'n') return r_.null();
+        if (c != '[') fail("Data.PodDeviceEntries", "not a list");
+        r_.array([&] { entries.push_back(entry(entries.size())); });
+      } else if (key == "RegisteredDevices") {
+        registered.clear();
+        char c = r_.next();
+        if (c == 'n') return r_.null();
+        if (c != '{') fail("Data.RegisteredDevices", "not an object");
+        r_.object([&](std::string_view resource) {
+          auto& list = registered[std::string(resource)];
+          list.clear();
+          ids([&] { return "Data.RegisteredDevices[\"" + std::string(resource) + "\"]"; }, list);
+        });
+      } else {
+        r_.skip();
+      }
+    });
+  }
+
+  void document(std::vector<Checkpoint::RawEntry>& entries, ResourceDevices& registered) {
+    if (r_.next() != '{') {
+      r_.skip();  // a syntax error first, as a whole-document parse would report it
+      r_.end();
+      fail("top level", "not an object");
+    }
+    bool has_data = false;
+    r_.object([&](std::string_view key) {
+      if (key != "Data") return r_.skip();
+      if (r_.next() == 'n') {
+        r_.null();
+        has_data = false;
+        return;
+      }
+      has_data = true;
+      data(entries, registered);
+    });
+    r_.end();
+    if (!has_data) fail("top level", "missing `Data`");
+  }
+
  private:
+  Reader& r_;
   const std::string& name_;
 };
 
@@ -117,42 +506,14 @@ std::optional<Checkpoint> Checkpoint::read(const std::filesystem::path& file) {
 Checkpoint Checkpoint::parse(std::string_view text, std::string name) {
   Checkpoint cp;
   cp.name_ = std::move(name);
-  Parser p(cp.name_);
-  json doc;
+  Reader reader(text);
+  Parser p(reader, cp.name_);
   try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    p.fail("byte " + std::to_string(e.byte), text.empty() ? "empty file" : "not valid JSON (truncated?)");
-  } catch (const json::exception& e) {  // out_of_range: a number too large for its type
-    p.fail("top level", std::string("not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object()) p.fail("top level", "not an object");
-  const json* data = p.member(doc, "Data");
-  if (!data) p.fail("top level", "missing `Data`");
-  if (!data->is_object()) p.fail("Data", "not an object");
-
-  if (const json* entries = p.member(*data, "PodDeviceEntries")) {
-    if (!entries->is_array()) p.fail("Data.PodDeviceEntries", "not a list");
-    for (std::size_t i = 0; i < entries->size(); ++i) {
-      const json& e = (*entries)[i];
-      std::string where = "Data.PodDeviceEntries[" + std::to_string(i) + "]";
-      if (!e.is_object()) p.fail(where, "not an object");
-      RawEntry raw;
-      raw.pod_uid = p.string(e, "PodUID", where);
-      raw.container = p.string(e, "ContainerName", where);
-      raw.resource = p.string(e, "ResourceName", where);
-      raw.device_ids = p.device_ids(p.member(e, "DeviceIDs"), where + ".DeviceIDs");
-      if (const json* alloc = p.member(e, "AllocResp")) {
-        if (!alloc->is_string()) p.fail(where + ".AllocResp", "not a base64 string");
-        raw.alloc_resp = alloc->get<std::string>();
-      }
-      cp.raw_.push_back(std::move(raw));
-    }
-  }
-  if (const json* reg = p.member(*data, "RegisteredDevices")) {
-    if (!reg->is_object()) p.fail("Data.RegisteredDevices", "not an object");
-    for (const auto& [resource, list] : reg->items())
-      p.ids(list, "Data.RegisteredDevices[\"" + resource + "\"]", cp.registered_[resource]);
+    p.document(cp.raw_, cp.registered_);
+  } catch (const SyntaxError& e) {
+    if (e.range)
+      p.fail("top level", "not valid JSON: the number at byte " + std::to_string(e.byte) + " is out of range");
+    p.fail("byte " + std::to_string(e.byte + 1), text.empty() ? "empty file" : "not valid JSON (truncated?)");
   }
   return cp;
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fuzzes the kubelet checkpoint reader and the AllocResp wire decoder: any
 // input must give entries or a kubelet::Error, never a crash. The same bytes
-// are also decoded as a bare ContainerAllocateResponse.
+// are also decoded as a bare ContainerAllocateResponse. The checkpoint's own
+// JSON reader must accept nothing a general JSON parser (nlohmann's) refuses.
 #include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "specshim/kubelet/checkpoint.h"
@@ -18,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     Checkpoint cp = Checkpoint::parse(bytes, "fuzz");
+    if (!nlohmann::json::accept(bytes)) std::abort();
     // Look up the UIDs/containers a real lookup would ask for.
     for (const std::string uid : {"uid-1", "u"})
       for (const std::string container : {"main", "c"}) {

@@ -250,3 +250,30 @@ TEST_CASE("errors keep their kind across the helper boundary") {
     }
   }
 }
+
+TEST_CASE("checkpoint: the reader decodes escapes, takes a repeated key's last value and checks the JSON") {
+  // Escapes in keys and values (Go writes \u003c for '<'), a repeated key, an
+  // unknown nested value, and every JSON literal.
+  std::string text =
+      R"({"Data":{"PodDeviceEntries":[{"Pod\u0055ID":"u\u003c1","ContainerName":"x",)"
+      R"("ContainerName":"c\"d","ResourceName":"r/\u00e9","DeviceIDs":{"1":["b"],"0":["a","b"],"0":["z"]},)"
+      R"("Extra":[true,false,null,-1.5e3,{"k":[]}]}],"RegisteredDevices":{"r":["a"],"r":["b"]}},)"
+      R"("Checksum":18446744073709551615})";
+  Checkpoint cp = Checkpoint::parse(text, "cp");
+  auto got = cp.entries("u<1", "c\"d");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].resource == "r/\xc3\xa9");
+  CHECK(got[0].device_ids == std::vector<std::string>{"z", "b"});  // NUMA keys in order, the last "0" counts
+  CHECK(cp.registered_devices().at("r") == std::vector<std::string>{"b"});
+
+  for (const char* bad : {R"({"Data":{}} x)", R"({"Data":{"a":01}})", R"({"Data":{"a":"\ud800"}})",
+                          R"({"Data":{"a":"\x"}})", "{\"Data\":{\"a\":\"\x01\"}}", "{\"Data\":{\"a\":\"\xc0\xaf\"}}",
+                          R"({"Data":{"a":tru}})", R"({"Data":{"a":-}})", R"({"Data":{"a":1.}})"}) {
+    CAPTURE(bad);
+    CHECK_THAT(error_of<kubelet::Protocol>([&] { Checkpoint::parse(bad, "cp"); }),
+               Catch::Matchers::Contains("not valid JSON"));
+  }
+  std::string deep = "{\"Data\":{\"x\":" + std::string(600, '[') + std::string(600, ']') + "}}";
+  CHECK_THAT(error_of<kubelet::Protocol>([&] { Checkpoint::parse(deep, "cp"); }),
+             Catch::Matchers::Contains("not valid JSON"));
+}

@@ -41,7 +41,7 @@ class Checkpoint {
   const ResourceDevices& registered_devices() const { return registered_; }
   std::size_t size() const { return raw_.size(); }
 
- private:
+  // RawEntry is an entry as read: AllocResp still base64, decoded on lookup.
   struct RawEntry {
     std::string pod_uid;
     std::string container;
@@ -49,6 +49,8 @@ class Checkpoint {
     std::vector<std::string> device_ids;
     std::optional<std::string> alloc_resp;  // base64 of the protobuf bytes, decoded on lookup
   };
+
+ private:
   CheckpointEntry decoded(const RawEntry& raw) const;
 
   std::string name_;
