@@ -113,6 +113,41 @@ extra_rss+=(
   'rss_row "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" $create_pc'
 )
 
+# env-devices: the same 2 devices handed over as ACCEL_VISIBLE_DEVICES=0,1
+# (the plugin's env, as the kubelet passes it after the image's `all`),
+# checked against a 201-entry checkpoint whose entry for this container's
+# pod UID grants "0,1" (no RPC). Paired against the annotation create above
+# with the same config, in which env-devices finds no variable.
+ev_root="$work/ev-kubelet"
+mkdir -p "$ev_root/device-plugins"
+ev_uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
+# A ContainerAllocateResponse with envs {ACCEL_VISIBLE_DEVICES: "0,1"}: field 1,
+# a map entry of key (1, 21 bytes) and value (2, 3 bytes).
+ev_answer=$(printf '\x0a\x1c\x0a\x15ACCEL_VISIBLE_DEVICES\x12\x030,1' | base64 -w0)
+ev_entries=""
+for i in $(seq 200); do
+  ev_entries+="{\"PodUID\": \"uid-other-$i\", \"ContainerName\": \"main\", \"ResourceName\": \"example.com/accel\",
+               \"DeviceIDs\": {\"0\": [\"accel-other-$i\"]}, \"AllocResp\": \"$ev_answer\"},"
+done
+ev_entries+="{\"PodUID\": \"$ev_uid\", \"ContainerName\": \"main\", \"ResourceName\": \"example.com/accel\",
+              \"DeviceIDs\": {\"0\": [\"accel-0\", \"accel-1\"]}, \"AllocResp\": \"$ev_answer\"}"
+echo "{\"Data\": {\"PodDeviceEntries\": [$ev_entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" \
+  >"$ev_root/device-plugins/kubelet_internal_checkpoint"
+{ cat "$work/cdi-1.toml"; printf '\n[[env-devices]]\nenv = "ACCEL_VISIBLE_DEVICES"\nkind = "example.com/accel"\nkubelet-root = "%s"\n' "$ev_root"; } >"$work/ev.toml"
+make_bundle "$work/ev2" 0
+jq -c '.process.env += ["ACCEL_VISIBLE_DEVICES=all", "ACCEL_VISIBLE_DEVICES=0,1"]' "$work/ev2/config.orig" >"$work/ev2/config.json"
+cp "$work/ev2/config.json" "$work/ev2/config.orig"
+restore_ev2="cp $work/ev2/config.orig $work/ev2/config.json; $restore_cdi2"
+extra_cases+=(
+  'bench_prepared create-env2 "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/ev2")"'
+)
+extra_rows+=(
+  'row "create, 2 devices from ACCEL_VISIBLE_DEVICES=0,1, checkpoint (201 entries) read, same spec → fake" create-env2 fake'
+)
+extra_pairs+=(
+  'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
+)
+
 # Scaling: how a create's cost grows with the spec's size, the number of CDI
 # spec files in the dir and the number of devices requested. Fewer runs each
 # (BENCH_SCALE_RUNS); every row is a create that changes the spec or reads it.
