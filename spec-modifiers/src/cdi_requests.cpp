@@ -20,7 +20,8 @@ using Identity = std::set<std::string>;  // host device nodes, or the name itsel
 Identity identity(const std::string& name, const Registry& reg) {
   Identity id;
   if (const DeviceRef* ref = reg.find(name))
-    for (const auto& node : ref->device->edits.device_nodes) id.insert(node.host_path.empty() ? node.path : node.host_path);
+    for (const auto& node : ref->device->edits.device_nodes)
+      id.insert(node.host_path.empty() ? node.path : node.host_path);
   if (id.empty()) id.insert("cdi device " + name);
   return id;
 }
@@ -102,7 +103,8 @@ Plan plan(const std::vector<DeviceRequest>& requests, const Registry& reg) {
     if (r.scope == DeviceRequest::Scope::names) names = r.names;
     if (r.scope == DeviceRequest::Scope::all) {
       names = devices_of(r.kind, reg);
-      if (names.empty()) throw Error(r.origin + ": no CDI spec defines a device of kind `" + r.kind + "`; " + searched(reg));
+      if (names.empty())
+        throw Error(r.origin + ": no CDI spec defines a device of kind `" + r.kind + "`; " + searched(reg));
     }
     if (r.scope == DeviceRequest::Scope::none) {
       int best = -1;

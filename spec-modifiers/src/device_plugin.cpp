@@ -71,7 +71,6 @@ struct DevicePlugin::State {
   std::optional<std::string> dra_asked;                        // the DRA sources resolved, "from\npod-sync"
   std::vector<std::pair<std::string, std::string>> dra_names;  // CDI name, where it came from
   std::shared_ptr<const std::set<std::string>> voided_env;     // Shared::voided_env
-  std::optional<std::vector<Grant>> own_answers;               // the container's checkpoint answers, read once
 
   // Per apply.
   Context* ctx = nullptr;
@@ -116,21 +115,20 @@ struct DevicePlugin::State {
   // ---- protect-env ---------------------------------------------------------
 
   // protect keeps the env the container's own plugins set: the checkpoint's
-  // answers for this pod UID and container (every resource), read once per
-  // create. A container outside CRI, or without a pod UID, has none.
+  // answers for this pod UID and container (every resource; the session
+  // reads them once per create). A container outside CRI, or without a pod
+  // UID, has none.
   void protect(Spec& spec) {
     if (config.protect_env == ProtectEnv::off || !id.cri || id.uid.empty() || id.container.empty()) return;
-    if (!own_answers) {
-      own_answers.emplace();
-      try {
-        for (const auto& e : kubelet().checkpoint(id.uid, id.container))
-          if (e.alloc) own_answers->push_back(granted(*e.alloc, e.resource, "the checkpoint"));
-      } catch (const kubelet::Error& e) {
-        throw Error("read the env the kubelet's device plugins set for " + target + " (protect-env, " +
-                    kubelet::checkpoint_file(config.kubelet_root).string() + "): " + e.what());
-      }
+    std::vector<Grant> answers;
+    try {
+      for (const auto& e : session->checkpoint(id.uid, id.container))
+        if (e.alloc) answers.push_back(granted(*e.alloc, e.resource, "the checkpoint"));
+    } catch (const kubelet::Error& e) {
+      throw Error("read the env the kubelet's device plugins set for " + target + " (protect-env, " +
+                  kubelet::checkpoint_file(config.kubelet_root).string() + "): " + e.what());
     }
-    if (protect_env(spec, *own_answers, config.protect_env, *voided_env, target))
+    if (protect_env(spec, answers, config.protect_env, *voided_env, target))
       changes.push_back("dropped env entries that overrode plugin env (protect-env = \"drop\")");
   }
 
@@ -145,7 +143,7 @@ struct DevicePlugin::State {
     std::string source = kubelet::checkpoint_file(config.kubelet_root).string();
     try {
       if (!id.uid.empty()) {
-        auto entries = kubelet().checkpoint(id.uid, id.container);
+        const auto& entries = session->checkpoint(id.uid, id.container);
         std::error_code ec;
         if (!entries.empty() || std::filesystem::exists(source, ec)) {
           for (const auto& r : config.resources)

@@ -21,12 +21,6 @@ namespace {
 constexpr std::size_t kMaxIds = 1024;
 constexpr std::size_t kMaxIdBytes = 256;
 
-// shown quotes tenant text for a message: JSON-escaped, cut to 120 bytes.
-std::string shown(std::string_view s) {
-  std::string cut(s.substr(0, 120));
-  return Json(cut).dump(-1, ' ', false, Json::error_handler_t::replace) + (s.size() > 120 ? "..." : "");
-}
-
 // shown_json quotes a JSON value for a message, strings as shown() does.
 std::string shown_json(const Json& j) {
   if (j.is_string()) return shown(j.get_ref<const std::string&>());

@@ -17,6 +17,7 @@
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 
@@ -28,7 +29,8 @@ DeviceList parse_device_list(std::string_view value) {
   std::vector<std::string_view> items;
   for (std::size_t start = 0; start <= value.size();) {
     std::size_t comma = value.find(',', start);
-    std::string_view item = value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     // Go's strings.TrimSpace, over the ASCII spaces (a name has no other).
     auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
     while (!item.empty() && space(item.front())) item.remove_prefix(1);
@@ -48,8 +50,7 @@ DeviceList parse_device_list(std::string_view value) {
   list.what = DeviceList::What::names;
   for (auto item : items) {
     if (std::find(list.names.begin(), list.names.end(), item) != list.names.end()) continue;
-    if (list.names.size() == kMaxNames)
-      throw Error("more than " + std::to_string(kMaxNames) + " device names");
+    if (list.names.size() == kMaxNames) throw Error("more than " + std::to_string(kMaxNames) + " device names");
     list.names.emplace_back(item);
   }
   return list;
@@ -83,13 +84,6 @@ bool absolute(std::string_view p) {
   return !p.empty() && p[0] == '/' && !contains_control(p);
 }
 
-// clean is a path lexically normalised, without a trailing '/' ("/" stays).
-std::string clean(std::string_view p) {
-  std::string s = std::filesystem::path(p).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 template <typename E>
 E choice(config::Section& t, std::string_view key, std::initializer_list<std::pair<std::string_view, E>> options,
          E fallback) {
@@ -107,7 +101,8 @@ E choice(config::Section& t, std::string_view key, std::initializer_list<std::pa
 
 bool Entry::counts(std::string_view resource) const {
   return std::any_of(resources.begin(), resources.end(), [&](const std::string& r) {
-    if (!r.empty() && r.back() == '*') return resource.substr(0, r.size() - 1) == std::string_view(r).substr(0, r.size() - 1);
+    if (!r.empty() && r.back() == '*')
+      return resource.substr(0, r.size() - 1) == std::string_view(r).substr(0, r.size() - 1);
     return resource == r;
   });
 }
@@ -128,8 +123,8 @@ std::vector<Entry> read_entries(config::Section& root) {
     if (!why.empty()) t.fail("kind", "`" + *kind + "` is not a CDI kind: " + why);
     e.kind = *kind;
     if (auto dir = t.string("volume-mounts")) {
-      if (!absolute(*dir) || clean(*dir) == "/") t.fail("volume-mounts", "must be an absolute directory path");
-      e.volume_mounts = clean(*dir);
+      if (!absolute(*dir) || fs::clean_path(*dir) == "/") t.fail("volume-mounts", "must be an absolute directory path");
+      e.volume_mounts = fs::clean_path(*dir);
     }
     e.resources = t.strings("resources").value_or(std::vector<std::string>{e.kind});
     for (const auto& r : e.resources) {
@@ -180,7 +175,7 @@ std::string mounted_name(std::string_view rel) {
 
 // below returns path relative to dir when it lies strictly below it.
 std::optional<std::string> below(std::string_view dir, std::string_view path) {
-  std::string p = clean(path);
+  std::string p = fs::clean_path(path);
   if (p.size() <= dir.size() + 1 || p.compare(0, dir.size(), dir) != 0 || p[dir.size()] != '/') return std::nullopt;
   return p.substr(dir.size() + 1);
 }
@@ -206,7 +201,7 @@ Granted grant_of(const Entry& e, const Grant& grant) {
   Granted g;
   // The volume-mounts dir as the value says: the mounts list the devices.
   for (const auto& [key, value] : grant.envs)
-    if (key == e.env && (e.volume_mounts.empty() || clean(value) != e.volume_mounts)) add_list(e, value, g);
+    if (key == e.env && (e.volume_mounts.empty() || fs::clean_path(value) != e.volume_mounts)) add_list(e, value, g);
   if (!e.volume_mounts.empty())
     for (const auto& path : grant.mounts)
       if (auto rel = below(e.volume_mounts, path)) add_name(g.names, qualify(e.kind, mounted_name(*rel)));
@@ -239,7 +234,7 @@ std::vector<std::string> mounted(const Spec& spec, const std::string& dir) {
   if (!mounts || !mounts->is_array()) return names;
   for (const auto& m : *mounts) {
     if (!m.is_object() || !m.contains("source") || !m.contains("destination") || !m["source"].is_string() ||
-        !m["destination"].is_string() || clean(m["source"].get_ref<const std::string&>()) != "/dev/null")
+        !m["destination"].is_string() || fs::clean_path(m["source"].get_ref<const std::string&>()) != "/dev/null")
       continue;
     auto rel = below(dir, m["destination"].get_ref<const std::string&>());
     if (!rel || std::find(seen.begin(), seen.end(), *rel) != seen.end()) continue;
@@ -254,38 +249,31 @@ bool sys_admin_in_bounding(const Spec& spec) {
   return b && b->is_array() && std::find(b->begin(), b->end(), Json("CAP_SYS_ADMIN")) != b->end();
 }
 
-std::string shown(std::string_view value) {
-  constexpr std::size_t kShown = 200;
-  if (value.size() <= kShown) return cdi::quote(value);
-  return cdi::quote(value.substr(0, kShown)) + " … (" + std::to_string(value.size()) + " bytes)";
-}
-
 }  // namespace
 
 struct EnvDevices::State {
   std::vector<Entry> entries;
-  std::vector<std::shared_ptr<KubeletSession>> sessions;     // per entry
+  std::vector<std::shared_ptr<KubeletSession>> sessions;                       // per entry
   std::optional<std::vector<std::pair<const Entry*, DeviceRequest>>> decided;  // on the first apply
-  std::map<const KubeletSession*, std::vector<Grant>> own;    // the container's checkpoint answers, per kubelet
   std::vector<std::string> changes;
 
   // Per decision.
   device_plugin::Identity id;
   std::string target;
 
-  const std::vector<Grant>& own_grants(const Entry& e, KubeletSession& session) {
-    auto it = own.find(&session);
-    if (it != own.end()) return it->second;
+  // own_grants are the container's checkpoint answers (the session reads
+  // them once per create, for device-plugin too).
+  std::vector<Grant> own_grants(const Entry& e, KubeletSession& session) {
     std::vector<Grant> grants;
-    if (id.cri && !id.uid.empty() && !id.container.empty()) {
-      try {
-        for (const auto& entry : session.client().checkpoint(id.uid, id.container)) if (entry.alloc) grants.push_back(device_plugin::granted(*entry.alloc, entry.resource, "the checkpoint"));
-      } catch (const kubelet::Error& err) {
-        throw Error("read the devices the kubelet granted " + target + " from " +
-                    kubelet::checkpoint_file(e.kubelet_root).string() + ": " + err.what());
-      }
+    if (!id.cri || id.uid.empty() || id.container.empty()) return grants;
+    try {
+      for (const auto& entry : session.checkpoint(id.uid, id.container))
+        if (entry.alloc) grants.push_back(device_plugin::granted(*entry.alloc, entry.resource, "the checkpoint"));
+    } catch (const kubelet::Error& err) {
+      throw Error("read the devices the kubelet granted " + target + " from " +
+                  kubelet::checkpoint_file(e.kubelet_root).string() + ": " + err.what());
     }
-    return own.emplace(&session, std::move(grants)).first->second;
+    return grants;
   }
 
   // decide makes the request of one entry, or nullopt when there is none to make.
@@ -299,7 +287,7 @@ struct EnvDevices::State {
       list = {DeviceList::What::names, from_mounts};
       origin = "/dev/null mounts below " + e.volume_mounts + " of " + target;
     } else {
-      if (!value || (!e.volume_mounts.empty() && clean(*value) == e.volume_mounts)) return std::nullopt;
+      if (!value || (!e.volume_mounts.empty() && fs::clean_path(*value) == e.volume_mounts)) return std::nullopt;
       origin = "env " + e.env + "=" + shown(*value) + " of " + target;
       try {
         list = parse_device_list(*value);
@@ -323,8 +311,10 @@ struct EnvDevices::State {
     // Whom to trust with a request of their own.
     if (!id.cri) {
       if (e.outside_kubernetes == Outside::ignore) {
-        log::debug("env-devices: {}: ignored, the container was not created through CRI (outside-kubernetes = "
-                   "\"ignore\")", origin);
+        log::debug(
+            "env-devices: {}: ignored, the container was not created through CRI (outside-kubernetes = "
+            "\"ignore\")",
+            origin);
         return std::nullopt;
       }
       return req;

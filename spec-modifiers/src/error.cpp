@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <nlohmann/json.hpp>
 
 namespace specshim {
 
@@ -11,6 +12,12 @@ void throw_errno(std::string_view what) { throw_errno(what, errno); }
 
 void throw_errno(std::string_view what, int err) {
   throw Error(std::string(what) + ": " + std::strerror(err));
+}
+
+std::string shown(std::string_view s) {
+  std::string cut(s.substr(0, 120));
+  return nlohmann::json(cut).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         (s.size() > 120 ? "..." : "");
 }
 
 namespace {

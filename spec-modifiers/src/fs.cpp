@@ -26,6 +26,13 @@
 #include "specshim/error.h"
 
 namespace specshim::fs {
+
+std::string clean_path(std::string_view path) {
+  std::string p = std::filesystem::path(path).lexically_normal().string();
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
 namespace {
 
 std::string q(const std::filesystem::path& p) {

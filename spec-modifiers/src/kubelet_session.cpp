@@ -18,6 +18,16 @@ const kubelet::Budget& KubeletSession::budget() {
   return *budget_;
 }
 
+const std::vector<kubelet::CheckpointEntry>& KubeletSession::checkpoint(const std::string& pod_uid,
+                                                                        const std::string& container) {
+  if (checkpoint_asked_ != std::pair(pod_uid, container)) {
+    checkpoint_asked_.reset();
+    checkpoint_ = client().checkpoint(pod_uid, container);
+    checkpoint_asked_.emplace(pod_uid, container);
+  }
+  return checkpoint_;
+}
+
 const kubelet::PodResources& KubeletSession::pod_resources(const std::string& ns, const std::string& name) {
   if (pod_asked_ != std::pair(ns, name)) {
     pod_asked_.emplace(ns, name);

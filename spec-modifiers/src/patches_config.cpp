@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "specshim/error.h"
+#include "specshim/fs.h"
 #include "specshim/patches.h"
 
 namespace specshim::patches {
@@ -232,9 +233,7 @@ bool valid_glob(std::string_view g) {
 }
 
 std::string normal_destination(std::string_view destination) {
-  std::string d = std::filesystem::path(destination).lexically_normal().string();
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  return d;
+  return fs::clean_path(destination);
 }
 
 std::vector<Patch> read_patches(config::Section& s) {

@@ -50,16 +50,16 @@ inline constexpr std::size_t kMaxNames = 1024;
 DeviceList parse_device_list(std::string_view value);
 
 enum class OnExcess { fail, clamp };
-enum class Trust { honour, check };             // privileged containers
-enum class Outside { honour, ignore };          // containers created outside Kubernetes
-enum class After { void_value, keep };          // what the variable says once injected
+enum class Trust { honour, check };     // privileged containers
+enum class Outside { honour, ignore };  // containers created outside Kubernetes
+enum class After { void_value, keep };  // what the variable says once injected
 
 // Entry is one [[env-devices]] table.
 struct Entry {
-  std::string env;                      // NVIDIA_VISIBLE_DEVICES
-  std::string kind;                     // nvidia.com/gpu: bare names become <kind>=<name>
-  std::string volume_mounts;            // /var/run/nvidia-container-devices, or empty
-  std::vector<std::string> resources;   // extended resources whose grant counts; "x/*" globs; default {kind}
+  std::string env;                     // NVIDIA_VISIBLE_DEVICES
+  std::string kind;                    // nvidia.com/gpu: bare names become <kind>=<name>
+  std::string volume_mounts;           // /var/run/nvidia-container-devices, or empty
+  std::vector<std::string> resources;  // extended resources whose grant counts; "x/*" globs; default {kind}
   OnExcess on_excess = OnExcess::fail;
   Trust privileged = Trust::honour;
   std::vector<std::string> trusted_namespaces;

@@ -52,6 +52,10 @@ inline constexpr std::size_t kMessageMax = 4096;
 // result is never longer than max (max is at least 64).
 std::string cap_message(std::string_view msg, std::size_t max = kMessageMax);
 
+// shown quotes tenant text for a message: JSON-escaped, cut to 120 bytes
+// ("..." marks the cut).
+std::string shown(std::string_view s);
+
 // contains_control reports whether s has any byte < 0x20 or 0x7f.
 bool contains_control(std::string_view s);
 

@@ -17,6 +17,10 @@
 
 namespace specshim::fs {
 
+// clean_path is a path lexically normal, without a trailing slash ("/"
+// stays): /etc//hosts/ is /etc/hosts. Nothing on disk is looked at.
+std::string clean_path(std::string_view path);
+
 // Fd owns a file descriptor and closes it when it goes away.
 class Fd {
  public:

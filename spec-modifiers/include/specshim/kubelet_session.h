@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "specshim/config.h"
 #include "specshim/kubelet/client.h"
@@ -36,6 +38,10 @@ class KubeletSession {
   const kubelet::Budget& budget();  // makes the client first
   // pod_resources throws kubelet::Error (the same one again for the same pod).
   const kubelet::PodResources& pod_resources(const std::string& ns, const std::string& name);
+  // checkpoint is the checkpoint entries of one container (no RPC), read
+  // once per create for device-plugin's provider and protect-env and for
+  // env-devices; throws kubelet::Error, asking again next time.
+  const std::vector<kubelet::CheckpointEntry>& checkpoint(const std::string& pod_uid, const std::string& container);
   bool client_made() const { return client_ != nullptr; }
 
  private:
@@ -43,9 +49,11 @@ class KubeletSession {
   std::chrono::milliseconds budget_ms_;
   std::unique_ptr<kubelet::KubeletClient> client_;
   std::optional<kubelet::Budget> budget_;
-  std::optional<std::pair<std::string, std::string>> pod_asked_;  // ns, name
-  std::optional<kubelet::PodResources> pod_resources_;            // of pod_asked_
-  std::exception_ptr pod_failure_;                                // of pod_asked_
+  std::optional<std::pair<std::string, std::string>> pod_asked_;         // ns, name
+  std::optional<kubelet::PodResources> pod_resources_;                   // of pod_asked_
+  std::exception_ptr pod_failure_;                                       // of pod_asked_
+  std::optional<std::pair<std::string, std::string>> checkpoint_asked_;  // pod UID, container
+  std::vector<kubelet::CheckpointEntry> checkpoint_;                     // of checkpoint_asked_
 };
 
 // KubeletSessions are a chain's sessions: one per kubelet root and budget,

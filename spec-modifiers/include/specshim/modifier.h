@@ -47,9 +47,9 @@ struct DeviceRequest {
     all,    // every device of kind (its `all` device when the spec has one)
     none,   // the spec-level edits of kind's spec files, no device
   };
-  std::string from = {};  // the modifier that made it
+  std::string from = {};    // the modifier that made it
   std::string origin = {};  // "env NVIDIA_VISIBLE_DEVICES=\"GPU-a\" of container `main` of pod `ns/p`"
-  std::string kind = {};  // vendor/class
+  std::string kind = {};    // vendor/class
   Scope scope = Scope::names;
   std::vector<std::string> names = {};  // qualified CDI names; Scope::names only
   // Bound is the grant: a requested device is within it when the host
@@ -57,9 +57,9 @@ struct DeviceRequest {
   // and a UUID naming one GPU open the same node).
   struct Bound {
     std::vector<std::string> names = {};  // qualified
-    bool all = false;                // every device of kind is granted
+    bool all = false;                     // every device of kind is granted
     std::string what = {};                // "granted by `nvidia.com/gpu` (the checkpoint)"
-    bool clamp = false;              // beyond it: inject the grant instead of failing
+    bool clamp = false;                   // beyond it: inject the grant instead of failing
   };
   std::optional<Bound> bound = {};  // nullopt: not checked (a trusted container)
 };
