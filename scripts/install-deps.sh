@@ -27,3 +27,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "install-deps: all ${#PACKAGES[@]} packages present"
+
+# containerd 1.7 and 2.x for the e2e tiers, downloaded beside the system's 1.6.
+bash "$(dirname "$0")/fetch-containerd.sh"
