@@ -2,6 +2,7 @@
 #include "containerd_harness.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -23,6 +25,12 @@ namespace {
 
 constexpr const char* kPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+// search_path: the tier's binaries first, so that containerd finds its own
+// containerd-shim-runc-v2.
+std::string search_path() {
+  return tier().bin.string() + ":" + kPath;
+}
+
 std::string read_or_empty(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
@@ -34,13 +42,16 @@ std::string tail(const std::string& s, std::size_t bytes) {
   return s.size() <= bytes ? s : "..." + s.substr(s.size() - bytes);
 }
 
-// The shipped snippet with its one BinaryName line pointed at the built binary.
+// The shipped snippet for the tier's containerd with its one BinaryName line
+// pointed at the built binary.
 std::string handler_snippet() {
-  std::string text = test::read_file(E2E_HANDLER_SNIPPET);
+  const std::string file =
+      std::string(E2E_SOURCE_DIR) + "/containerd-config/containerd-" + (tier().config_version == 2 ? "1" : "2") + ".x.toml";
+  std::string text = test::read_file(file);
   const std::string from = "BinaryName = \"/usr/bin/specshim\"";
   auto at = text.find(from);
   if (at == std::string::npos || text.find(from, at + 1) != std::string::npos)
-    throw std::runtime_error(std::string(E2E_HANDLER_SNIPPET) + ": expected exactly one `" + from + "` line");
+    throw std::runtime_error(file + ": expected exactly one `" + from + "` line");
   return text.replace(at, from.size(), "BinaryName = \"" SPECSHIM_BINARY "\"");
 }
 
@@ -180,7 +191,10 @@ void sweep_stale(const fs::path& base, const fs::path& self) noexcept {
     if (owner.empty() || process_alive(std::atoi(owner.c_str()))) continue;
     pid_t containerd = std::atoi(read_or_empty(dir / "containerd.pid").c_str());
     auto argv = containerd > 0 ? cmdline(fs::path("/proc") / std::to_string(containerd)) : std::vector<std::string>{};
-    if (std::find(argv.begin(), argv.end(), (dir / "config.toml").string()) != argv.end()) {
+    bool ours = std::any_of(argv.begin(), argv.end(), [&](const std::string& a) {
+      return a == (dir / "config.toml").string() || a == (dir / "node/etc/containerd/config.toml").string();
+    });
+    if (ours) {
       ::kill(containerd, SIGKILL);
       poll_until([&] { return !process_alive(containerd); }, 5s);
     }
@@ -192,6 +206,36 @@ void sweep_stale(const fs::path& base, const fs::path& self) noexcept {
 
 }  // namespace
 
+const Tier& tier() {
+  static const Tier t = [] {
+    Tier t;
+    t.name = tier_name();
+    if (t.name == "1.6") {  // Debian 12's own
+      t.bin = fs::path(E2E_CONTAINERD).parent_path();
+      t.error_suffix = ": unknown";
+      return t;
+    }
+    const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
+    const char* given = std::getenv(var.c_str());
+    const char* cache = std::getenv("SPECSHIM_CONTAINERD_CACHE");
+    t.bin = given && *given ? fs::path(given)
+                            : fs::path(cache && *cache ? cache : "/var/cache/specshim-test") /
+                                  ("containerd-" + t.name) / "usr/bin";
+    for (const char* binary : {"containerd", "ctr", "containerd-shim-runc-v2"})
+      if (::access((t.bin / binary).c_str(), X_OK) != 0)
+        throw std::runtime_error("containerd " + t.name + " tier: no executable " + (t.bin / binary).string() +
+                                 ". Run scripts/install-deps.sh (scripts/fetch-containerd.sh downloads containerd " +
+                                 t.name + " from Debian), or set " + var +
+                                 " to a directory with containerd, ctr and containerd-shim-runc-v2");
+    t.config_version = t.name == "1.7" ? 2 : 3;
+    t.cri_cdi = true;
+    t.calls_features = t.name != "1.7";
+    t.error_suffix = t.name == "1.7" ? ": unknown" : "";
+    return t;
+  }();
+  return t;
+}
+
 bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds deadline, std::chrono::milliseconds step) {
   auto end = std::chrono::steady_clock::now() + deadline;
   while (!done()) {
@@ -201,7 +245,7 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
   return true;
 }
 
-Containerd::Containerd() : cgroup_root_(cgroup_root_of(tmp_.path())) {
+Containerd::Containerd(Setup setup) : setup_(std::move(setup)), cgroup_root_(cgroup_root_of(tmp_.path())) {
   // A reader that goes away (`e2e_test | head`) must not kill the test before its teardown.
   ::signal(SIGPIPE, SIG_IGN);
   test::write_file(dir() / "e2e-owner", std::to_string(::getpid()));
@@ -217,7 +261,9 @@ Containerd::Containerd() : cgroup_root_(cgroup_root_of(tmp_.path())) {
                      0755);
     set_specshim_config();
     fs::create_directories(dir() / "pods");
+    fs::create_directories(cdi_dir());
     write_containerd_config();
+    if (setup_.install) setup_.install(*this);
     start();
     import_image();
   } catch (...) {
@@ -240,50 +286,61 @@ void Containerd::set_specshim_config_file(const std::string& text) {
   test::write_file(dir() / "specshim.toml", text);
 }
 
+fs::path Containerd::config_file() const {
+  return setup_.on_node ? node_root() / "etc/containerd/config.toml" : dir() / "config.toml";
+}
+
+// The node's own settings, as a node's config has them: a private root,
+// state and socket, debug logs, busybox as the sandbox image, no CNI, and
+// (1.7, 2.x) CRI's CDI on with our spec dir. Then the handler, as shipped.
 void Containerd::write_containerd_config() const {
-  const std::string d = dir().string();
-  std::string config =
-      "# specshim e2e: a private containerd (root, state, socket under one temp dir).\n"
-      "version = 2\n"
-      "root = \"" +
-      d +
-      "/root\"\n"
-      "state = \"" +
-      d +
-      "/state\"\n"
-      "disabled_plugins = [\"io.containerd.snapshotter.v1.aufs\", \"io.containerd.snapshotter.v1.btrfs\",\n"
-      "  \"io.containerd.snapshotter.v1.zfs\", \"io.containerd.snapshotter.v1.devmapper\",\n"
-      "  \"io.containerd.internal.v1.tracing\", \"io.containerd.tracing.processor.v1.otlp\"]\n"
-      "[grpc]\n  address = \"" +
-      d +
-      "/containerd.sock\"\n"
-      "[debug]\n  level = \"debug\"\n"
-      "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"" +
-      d +
-      "/opt\"\n"
-      "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
-      "  sandbox_image = \"" +
-      std::string(kImage) +
-      "\"\n"
-      "  restrict_oom_score_adj = true\n"
-      "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
-      "    runtime_type = \"io.containerd.runc.v2\"\n"
-      "  [plugins.\"io.containerd.grpc.v1.cri\".cni]\n"
-      "    bin_dir = \"" +
-      d +
-      "/cni/bin\"\n"
-      "    conf_dir = \"" +
-      d +
-      "/cni/net.d\"\n"
-      "\n# The shipped handler, appended as install-on-host.sh does on a containerd 1.x node.\n" +
-      handler_snippet();
-  test::write_file(dir() / "config.toml", config);
+  const int version = tier().config_version;
+  const std::string cri_runtime =
+      version == 2 ? "plugins.\"io.containerd.grpc.v1.cri\"" : "plugins.\"io.containerd.cri.v1.runtime\"";
+  std::string config = "# specshim e2e: a private containerd " + tier().name +
+                       " (root, state, socket under one temp dir).\n"
+                       "version = " +
+                       std::to_string(version) + "\n";
+  if (version == 3 && setup_.handler) config += "imports = [\"@DIR@/conf.d/*.toml\"]\n";
+  config += R"(root = "@DIR@/root"
+state = "@DIR@/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "@DIR@/containerd.sock"
+[debug]
+  level = "debug"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "@DIR@/opt"
+)";
+  if (version == 2)
+    config += "[" + cri_runtime + "]\n  sandbox_image = \"" + kImage + "\"\n";
+  else
+    config += "[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"" + std::string(kImage) +
+              "\"\n[" + cri_runtime + "]\n";
+  config += "  restrict_oom_score_adj = true\n";
+  if (tier().cri_cdi) config += "  enable_cdi = true\n  cdi_spec_dirs = [\"@DIR@/cdi\"]\n";
+  config += "  [" + cri_runtime + ".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n";
+  config += "  [" + cri_runtime + ".cni]\n    bin_dir = \"@DIR@/cni/bin\"\n    conf_dir = \"@DIR@/cni/net.d\"\n";
+  for (auto at = config.find("@DIR@"); at != std::string::npos; at = config.find("@DIR@", at))
+    config.replace(at, 5, dir().string());
+  if (setup_.handler && version == 2)
+    config += "\n# The shipped handler, appended as install-on-host.sh does on a containerd 1.x node.\n" +
+              handler_snippet();
+  if (setup_.handler && version == 3)
+    test::write_file(dir() / "conf.d/specshim.toml", handler_snippet());  // as shipped, through imports
+  if (setup_.on_node) fs::create_directories(config_file().parent_path());
+  test::write_file(config_file(), config);
 }
 
 void Containerd::start() {
-  const std::string config = (dir() / "config.toml").string();
+  const std::string config = config_file().string();
+  const std::string containerd = (tier().bin / "containerd").string();
+  const std::string node_etc = (node_root() / "etc/containerd").string();
+  if (setup_.on_node) fs::create_directories("/etc/containerd");
   const std::string log = (dir() / "containerd.log").string();
-  const std::string env_path = std::string("PATH=") + kPath;
+  const std::string env_path = "PATH=" + search_path();
   const std::string env_config = "SPECSHIM_CONFIG=" + (dir() / "specshim.toml").string();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork containerd failed");
@@ -294,7 +351,15 @@ void Containerd::start() {
     ::dup2(null, 0);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    const char* argv[] = {E2E_CONTAINERD, "--config", config.c_str(), nullptr};
+    if (setup_.on_node) {
+      // The node's /etc/containerd, in a mount namespace that nothing leaves.
+      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount(node_etc.c_str(), "/etc/containerd", nullptr, MS_BIND, nullptr) != 0) {
+        ::dprintf(2, "e2e harness: mount namespace for %s: %s\n", node_etc.c_str(), ::strerror(errno));
+        ::_exit(126);
+      }
+    }
+    const char* argv[] = {containerd.c_str(), "--config", config.c_str(), nullptr};
     const char* envp[] = {env_path.c_str(), env_config.c_str(), "HOME=/root", nullptr};
     ::execve(argv[0], const_cast<char**>(argv), const_cast<char**>(envp));
     ::_exit(127);
@@ -338,9 +403,9 @@ bool Containerd::alive() {
 }
 
 test::ProcessResult Containerd::ctr(const std::vector<std::string>& args, int timeout_ms) const {
-  std::vector<std::string> argv = {E2E_CTR, "--address", socket()};
+  std::vector<std::string> argv = {(tier().bin / "ctr").string(), "--address", socket()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return test::run_process(argv, {{"PATH", kPath}}, timeout_ms);
+  return test::run_process(argv, {{"PATH", search_path()}}, timeout_ms);
 }
 
 std::vector<std::string> Containerd::runtime_calls() const {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// A private Debian containerd per test, configured the way a node running
-// specshim is: the shipped handler snippet (containerd-config/containerd-1.x.toml)
-// appended to the config exactly as install-on-host.sh does on a containerd
-// 1.x node, with BinaryName pointed at the built specshim.
+// A private Debian containerd per test, of the tier the test binary was built
+// for (1.6, the system's; 1.7 from trixie; 2.x from sid: see
+// scripts/fetch-containerd.sh), configured the way a node running specshim
+// is: on 1.x the shipped containerd-config/containerd-1.x.toml appended to the
+// config (config version 2) as install-on-host.sh does, on 2.x
+// containerd-2.x.toml loaded through `imports` (version 3), each with its
+// BinaryName pointed at the built specshim and nothing else changed.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +22,28 @@
 #include "tempdir.h"
 
 namespace specshim::e2e {
+
+// Tier is the containerd the e2e binary drives. Every case runs on every
+// tier; what differs between containerd versions is asserted from here.
+struct Tier {
+  std::string name;           // "1.6", "1.7" or "2"
+  std::filesystem::path bin;  // containerd, ctr and containerd-shim-runc-v2
+  int config_version = 2;     // 2: containerd 1.x, 3: 2.x
+  // cri_cdi: containerd resolves CRI CDI requests itself (annotations and the
+  // CDI_devices field) before the runtime runs: 1.7 with enable_cdi, 2.x.
+  bool cri_cdi = false;
+  // calls_features: containerd execs `BinaryName features` when CRI starts.
+  bool calls_features = false;
+  // error_suffix follows the runtime's message in CRI errors (": unknown" on 1.x).
+  std::string error_suffix;
+};
+
+// tier: this binary's tier (tier_name()), its binaries found in
+// $SPECSHIM_CONTAINERD_<1_7|2>_DIR or the fetch-containerd.sh cache. Throws,
+// saying how to provide them, when they are missing: a tier never skips.
+const Tier& tier();
+// tier_name: "1.6", "1.7" or "2", defined by each tier's binary (tier_name.cpp).
+const char* tier_name();
 
 inline constexpr const char* kImage = "localhost/specshim-e2e/busybox:1";
 inline constexpr const char* kHandler = "specshim";           // the RuntimeClass handler
@@ -42,14 +67,35 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
 // container process, runc state, mount and cgroup left behind. A test process
 // killed before its teardown (ctest timeout) leaves its dir marked with its
 // pid (e2e-owner); the next harness cleans that up.
+// Setup changes what a Containerd starts with.
+struct Setup {
+  // handler: register the specshim handler from the shipped snippet. Without
+  // it containerd has only its default handler runc.
+  bool handler = true;
+  // on_node: containerd runs as on the node whose / is node_root(): started
+  // with node_root()/etc/containerd/config.toml (the harness writes it before
+  // `install` runs) in a mount namespace of its own where
+  // node_root()/etc/containerd is /etc/containerd, so that node paths an
+  // installer wrote (a drop-in in `imports`) resolve as on that node.
+  bool on_node = false;
+  // install runs after the config is written and before containerd starts.
+  std::function<void(const class Containerd&)> install;
+};
+
 class Containerd {
  public:
-  Containerd();
+  explicit Containerd(Setup setup = {});
   ~Containerd();
   Containerd(const Containerd&) = delete;
   Containerd& operator=(const Containerd&) = delete;
 
   const std::filesystem::path& dir() const { return tmp_.path(); }
+  // cdi_dir: the CDI spec dir containerd's own CDI reads (1.7, 2.x), which
+  // specshim's [cdi] spec-dirs must equal.
+  std::filesystem::path cdi_dir() const { return dir() / "cdi"; }
+  std::filesystem::path node_root() const { return dir() / "node"; }
+  // config_file: the containerd config containerd was started with.
+  std::filesystem::path config_file() const;
   std::string socket() const { return (dir() / "containerd.sock").string(); }
   CriClient& cri() { return *cri_; }
 
@@ -85,6 +131,7 @@ class Containerd {
   void stop_containerd() noexcept;
 
   test::TempDir tmp_;
+  Setup setup_;
   std::string cgroup_root_;  // first cgroup path element of every pod, unique to this harness
   pid_t pid_ = -1;
   std::unique_ptr<CriClient> cri_;

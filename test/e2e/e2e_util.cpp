@@ -1,8 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "e2e_util.h"
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+
+extern char** environ;
 
 namespace specshim::e2e {
 
@@ -114,6 +125,91 @@ cri::ContainerStatus wait_exited(CriClient& cri, const std::string& id, std::chr
 
 std::string bundle_config(const Containerd& c, const std::string& id) {
   return test::read_file(c.dir() / "state/io.containerd.runtime.v2.task/k8s.io" / id / "config.json");
+}
+
+Pod::Pod(Containerd& c, const std::string& name, const std::map<std::string, std::string>& annotations,
+         const std::string& handler)
+    : c(c), config(c.pod_config(name)) {
+  for (const auto& [k, v] : annotations) (*config.mutable_annotations())[k] = v;
+  id = c.cri().run_pod_sandbox(config, handler);
+}
+
+Pod::~Pod() {
+  try {
+    c.cri().stop_pod_sandbox(id);
+    c.cri().remove_pod_sandbox(id);
+  } catch (const std::exception&) {
+    // The harness removes whatever is left.
+  }
+}
+
+Pod::Exited Pod::run(const cri::ContainerConfig& cfg) {
+  Exited e;
+  e.id = create(cfg);
+  c.cri().start_container(e.id);
+  e.status = wait_exited(c.cri(), e.id);
+  e.log = read_cri_log(log_path(cfg));
+  return e;
+}
+
+std::string cdi_fixture(const Containerd& c) {
+  namespace fs = std::filesystem;
+  const fs::path dir = c.dir();
+  fs::create_directories(dir / "cdi-dev");
+  ::mknod((dir / "cdi-dev/accel0").c_str(), S_IFCHR | 0666, makedev(1, 7));
+  test::write_file(dir / "cdi-share/hello", "hello from a CDI mount\n");
+  nlohmann::json spec = {
+      {"cdiVersion", "0.6.0"},
+      {"kind", "example.com/accel"},
+      {"devices",
+       {{{"name", "0"},
+         {"containerEdits",
+          {{"deviceNodes", {{{"path", "/dev/accel0"}, {"hostPath", (dir / "cdi-dev/accel0").string()}}}},
+           {"env", {"E2E_CDI_ENV=accel0"}},
+           {"mounts",
+            {{{"hostPath", (dir / "cdi-share").string()},
+              {"containerPath", "/mnt/cdi"},
+              {"options", {"ro", "nosuid", "nodev", "bind"}}}}},
+           {"hooks", {{{"hookName", "poststop"}, {"path", "/bin/true"}, {"args", {"true", "e2e-accel0"}}}}}}}}}}};
+  test::write_file(c.cdi_dir() / "example.json", spec.dump(2));
+  return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() + "\"]\n";
+}
+
+FakeKubelet::FakeKubelet(const std::string& config_json, const std::filesystem::path& dir) {
+  const std::string config = (dir / "fake-kubelet.json").string();
+  test::write_file(config, config_json);
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error("pipe for the fake kubelet");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  const char* argv[] = {E2E_FAKE_KUBELET, "--config", config.c_str(), nullptr};
+  int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    throw std::runtime_error(std::string("spawn ") + E2E_FAKE_KUBELET + " failed");
+  }
+  // It says "ready" once every socket listens (or exits, closing the pipe).
+  std::string got;
+  char ch;
+  while (got.find('\n') == std::string::npos && ::read(out[0], &ch, 1) == 1) got += ch;
+  ::close(out[0]);
+  if (got != "ready\n") {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    throw std::runtime_error("the fake kubelet did not start: " + got);
+  }
+}
+
+FakeKubelet::~FakeKubelet() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
 }
 
 }  // namespace specshim::e2e

@@ -3,7 +3,11 @@
 // kubelet-like container configs, and specshim's own error text.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,5 +46,52 @@ cri::ContainerStatus wait_exited(CriClient& cri, const std::string& id,
 
 // bundle_config reads config.json of a running task in containerd's k8s.io namespace.
 std::string bundle_config(const Containerd& c, const std::string& id);
+
+// Pod is one sandbox run as the kubelet runs it (on `handler`; "" is
+// containerd's default), removed at scope exit.
+struct Pod {
+  Pod(Containerd& c, const std::string& name, const std::map<std::string, std::string>& annotations = {},
+      const std::string& handler = kHandler);
+  ~Pod();
+  Pod(const Pod&) = delete;
+  Pod& operator=(const Pod&) = delete;
+
+  std::string create(const cri::ContainerConfig& cfg) { return c.cri().create_container(id, cfg, config); }
+  std::string log_path(const cri::ContainerConfig& cfg) const { return config.log_directory() + "/" + cfg.log_path(); }
+
+  // Exited is a container run to completion: its id, final status and CRI log.
+  struct Exited {
+    std::string id;
+    cri::ContainerStatus status;
+    std::vector<LogLine> log;
+  };
+  // run creates and starts a container and waits for it to exit.
+  Exited run(const cri::ContainerConfig& cfg);
+
+  Containerd& c;
+  cri::PodSandboxConfig config;
+  std::string id;
+};
+
+// cdi_fixture writes the CDI fixture into c.cdi_dir() and returns the [cdi]
+// table that points specshim there: example.com/accel=0, a char node with
+// /dev/full's numbers as its host node, env, a read-only mount and a
+// poststop hook (/bin/true, on the host).
+std::string cdi_fixture(const Containerd& c);
+
+// FakeKubelet runs specshim-fake-kubelet (test/fakes/fake_kubelet_main.cpp)
+// with `config` (its JSON) until destroyed: PodResources, device plugins and
+// the device manager's checkpoint under config["kubelet_root"], as a process,
+// so no second gRPC is linked into the e2e binaries.
+class FakeKubelet {
+ public:
+  explicit FakeKubelet(const std::string& config_json, const std::filesystem::path& dir);
+  ~FakeKubelet();
+  FakeKubelet(const FakeKubelet&) = delete;
+  FakeKubelet& operator=(const FakeKubelet&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
 
 }  // namespace specshim::e2e

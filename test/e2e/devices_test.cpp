@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// Devices as a node hands them over, on every containerd tier: a device
+// plugin's CDI request (as an Allocate annotation and as CRI's CDI_devices),
+// which containerd 1.7/2.x injects before specshim runs; a sibling created
+// through the plain task API that takes a CRI container's devices; and
+// `specshim attach` into a running CRI container.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "containerd_harness.h"
+#include "e2e_util.h"
+
+using namespace specshim::e2e;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+#ifdef E2E_HAVE_CDI
+#define CDI_TAGS "[cdi]"
+#else
+#define CDI_TAGS "[.pending-cdi]"
+#endif
+
+namespace {
+
+constexpr const char* kResource = "example.com/accel";
+constexpr const char* kDevice = "example.com/accel=0";
+
+// specshim with the CDI fixture and the device-plugin modifier for the
+// fixture's resource, reading the fake kubelet under <dir>/kubelet.
+std::string devices_config(const Containerd& c, const std::string& providers) {
+  return cdi_fixture(c) + "\n[device-plugin]\nenabled = true\nkubelet-root = \"" + (c.dir() / "kubelet").string() +
+         "\"\n\n[[device-plugin.resources]]\nname = \"" + kResource + "\"\nproviders = " + providers + "\n";
+}
+
+// A checkpoint entry: the device plugin's stored answer for a container.
+json entry(const Pod& pod, const std::string& container, const json& alloc) {
+  return {{"pod_uid", pod.config.metadata().uid()},
+          {"container", container},
+          {"resource", kResource},
+          {"devices_by_numa", {{"0", {"0"}}}},
+          {"alloc", alloc}};
+}
+
+json kubelet_config(const Containerd& c, const json& pods, const json& entries) {
+  return {{"kubelet_root", (c.dir() / "kubelet").string()},
+          {"pods", pods},
+          {"allocatable", {{kResource, {"0"}}}},
+          {"checkpoint", {{"registered", {{kResource, {"0"}}}}, {"entries", entries}}}};
+}
+
+// count is how many elements of `list` satisfy `match`.
+template <typename Match>
+int count(const json* list, Match match) {
+  if (!list || !list->is_array()) return 0;
+  return static_cast<int>(std::count_if(list->begin(), list->end(), match));
+}
+
+const json* at(const json& j, const json::json_pointer& p) {
+  return j.contains(p) ? &j.at(p) : nullptr;
+}
+
+// The fixture device's edits in a final config.json, each counted.
+struct Edits {
+  int nodes, env, rules, mounts, hooks;
+  bool operator==(const Edits&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Edits& e) {
+  return os << "{nodes " << e.nodes << ", env " << e.env << ", rules " << e.rules << ", mounts " << e.mounts
+            << ", hooks " << e.hooks << "}";
+}
+Edits edits_in(const json& spec) {
+  return {
+      count(at(spec, "/linux/devices"_json_pointer),
+            [](const json& d) { return d.value("path", "") == "/dev/accel0"; }),
+      count(at(spec, "/process/env"_json_pointer), [](const json& e) { return e == "E2E_CDI_ENV=accel0"; }),
+      count(at(spec, "/linux/resources/devices"_json_pointer),
+            [](const json& r) {
+              return r.value("allow", false) && r.value("type", "") == "c" && r.value("major", -1) == 1 &&
+                     r.value("minor", -1) == 7;
+            }),
+      count(at(spec, "/mounts"_json_pointer), [](const json& m) { return m.value("destination", "") == "/mnt/cdi"; }),
+      count(at(spec, "/hooks/poststop"_json_pointer), [](const json& h) {
+        return h.value("path", "") == "/bin/true" && h.value("args", json::array()) == json{"true", "e2e-accel0"};
+      })};
+}
+
+}  // namespace
+
+TEST_CASE("CRI: a device plugin's CDI device named in an annotation or in CDI_devices is injected exactly once",
+          CDI_TAGS) {
+  Containerd c;
+  c.set_specshim_config(devices_config(c, R"(["kubelet"])"));
+  Pod pod(c, "cdi-once-pod");
+  // The plugin answered Allocate with a CDI annotation for one container and
+  // with cdi_devices for the other; the kubelet recorded both answers and
+  // passes them on: the annotation among the container's annotations, the
+  // names in CRI's CDI_devices.
+  FakeKubelet kubelet(kubelet_config(c, json::array(),
+                                     {entry(pod, "annotated", {{"annotations", {{"cdi.k8s.io/accel_0", kDevice}}}}),
+                                      entry(pod, "listed", {{"cdi_devices", {kDevice}}})})
+                          .dump(),
+                      c.dir());
+  auto annotated = container_config("annotated", "exec sleep 600");
+  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kDevice;
+  auto listed = container_config("listed", "exec sleep 600");
+  listed.add_cdi_devices()->set_name(kDevice);
+
+  for (auto* cfg : {&annotated, &listed}) {
+    const std::string name = cfg->metadata().name();
+    const std::string id = pod.create(*cfg);
+    c.cri().start_container(id);
+    INFO(name << "\n" << c.diagnostics());
+    REQUIRE(c.cri().container_status(id).state() == cri::CONTAINER_RUNNING);
+    const json spec = json::parse(bundle_config(c, id));
+    // Whoever injected first (containerd 1.7 with enable_cdi and 2.x, from
+    // CRI; on 1.6 only specshim, from the annotation and the checkpoint),
+    // the device's node, env, rule, mount and hook are there once.
+    CHECK(edits_in(spec) == Edits{1, 1, 1, 1, 1});
+    // ... and specshim did merge the plugin's answer (its record of resources).
+    CHECK_THAT(spec["annotations"].value("specshim.io/resources", ""), Catch::Contains(kResource));
+    c.cri().stop_container(id, 0);
+  }
+}
+
+TEST_CASE("ctr run: a sibling created through the task API gets the devices of a CRI container of its pod", CDI_TAGS) {
+  Containerd c;
+  c.set_specshim_config(devices_config(c, R"(["kubelet", "container-sync"])"));
+  Pod pod(c, "sibling-pod");
+  const auto& meta = pod.config.metadata();
+  FakeKubelet kubelet(kubelet_config(c,
+                                     json::array({{{"namespace", meta.namespace_()},
+                                                   {"name", meta.name()},
+                                                   {"uid", meta.uid()},
+                                                   {"containers", {{"main", {{kResource, {"0"}}}}}}}}),
+                                     json::array({entry(pod, "main", {{"cdi_devices", {kDevice}}})}))
+                          .dump(),
+                      c.dir());
+  auto main = container_config("main", "exec sleep 600");
+  main.add_cdi_devices()->set_name(kDevice);
+  const std::string main_id = pod.create(main);
+  c.cri().start_container(main_id);
+  REQUIRE(c.cri().container_status(main_id).state() == cri::CONTAINER_RUNNING);
+
+  // A node agent (docker-in-docker, a build daemon) starts a sibling with
+  // containerd's socket, naming the pod and the container whose devices it
+  // needs; it opens the device.
+  const std::string id = specshim::test::unique_id("sibling");
+  auto r = c.ctr({"--namespace", kCtrNamespace, "run", "--rm", "--runc-binary", SPECSHIM_BINARY, "--annotation",
+                  "specshim.io/pod=" + meta.namespace_() + "/" + meta.name(), "--annotation",
+                  "specshim.io/devices-from=main", kImage, id, "/bin/sh", "-c",
+                  "head -c 4 /dev/accel0 | od -An -tx1 && echo env=$E2E_CDI_ENV && cat /mnt/cdi/hello"});
+  INFO(r.out << r.err << c.diagnostics());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == " 00 00 00 00\nenv=accel0\nhello from a CDI mount\n");
+  c.cri().stop_container(main_id, 0);
+}
+
+TEST_CASE("CRI: specshim attach gives a running CRI container a CDI device it can open", CDI_TAGS) {
+  Containerd c;
+  const std::string config = cdi_fixture(c);
+  c.set_specshim_config(config);
+  Pod pod(c, "attach-pod");
+  // The workload waits for its device to appear and be usable, then exits.
+  auto cfg = container_config("main",
+                              "while ! test -c /dev/accel0; do sleep 0.05; done; "
+                              "head -c 4 /dev/accel0 | od -An -tx1 && echo attached-opens; cat /mnt/cdi/hello");
+  const std::string id = pod.create(cfg);
+  c.cri().start_container(id);
+  REQUIRE(c.cri().container_status(id).state() == cri::CONTAINER_RUNNING);
+
+  auto r = specshim::test::run_process({SPECSHIM_BINARY, "attach", "--root", "/run/containerd/runc/k8s.io", "--config",
+                                        (c.dir() / "specshim.toml").string(), id, "--cdi", kDevice});
+  INFO(r.out << r.err << c.diagnostics());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("attached /dev/accel0 (c 1:7 rwm"));
+  auto status = wait_exited(c.cri(), id);
+  const std::string log = log_text(read_cri_log(pod.log_path(cfg)));
+  INFO(log);
+  CHECK(status.exit_code() == 0);
+  CHECK(log == "stdout:  00 00 00 00\nstdout: attached-opens\nstdout: hello from a CDI mount\n");
+}
