@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -45,8 +45,8 @@ std::string tail(const std::string& s, std::size_t bytes) {
 // The shipped snippet for the tier's containerd with its one BinaryName line
 // pointed at the built binary.
 std::string handler_snippet() {
-  const std::string file =
-      std::string(E2E_SOURCE_DIR) + "/containerd-config/containerd-" + (tier().config_version == 2 ? "1" : "2") + ".x.toml";
+  const std::string file = std::string(E2E_SOURCE_DIR) + "/containerd-config/containerd-" +
+                           (tier().config_version == 2 ? "1" : "2") + ".x.toml";
   std::string text = test::read_file(file);
   const std::string from = "BinaryName = \"/usr/bin/specshim\"";
   auto at = text.find(from);
@@ -218,9 +218,9 @@ const Tier& tier() {
     const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
     const char* given = std::getenv(var.c_str());
     const char* cache = std::getenv("SPECSHIM_CONTAINERD_CACHE");
-    t.bin = given && *given ? fs::path(given)
-                            : fs::path(cache && *cache ? cache : "/var/cache/specshim-test") /
-                                  ("containerd-" + t.name) / "usr/bin";
+    t.bin = given && *given
+                ? fs::path(given)
+                : fs::path(cache && *cache ? cache : "/var/cache/specshim-test") / ("containerd-" + t.name) / "usr/bin";
     for (const char* binary : {"containerd", "ctr", "containerd-shim-runc-v2"})
       if (::access((t.bin / binary).c_str(), X_OK) != 0)
         throw std::runtime_error("containerd " + t.name + " tier: no executable " + (t.bin / binary).string() +
@@ -326,8 +326,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   for (auto at = config.find("@DIR@"); at != std::string::npos; at = config.find("@DIR@", at))
     config.replace(at, 5, dir().string());
   if (setup_.handler && version == 2)
-    config += "\n# The shipped handler, appended as install-on-host.sh does on a containerd 1.x node.\n" +
-              handler_snippet();
+    config +=
+        "\n# The shipped handler, appended as install-on-host.sh does on a containerd 1.x node.\n" + handler_snippet();
   if (setup_.handler && version == 3)
     test::write_file(dir() / "conf.d/specshim.toml", handler_snippet());  // as shipped, through imports
   if (setup_.on_node) fs::create_directories(config_file().parent_path());

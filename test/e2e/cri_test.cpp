@@ -274,7 +274,8 @@ TEST_CASE("CRI: an unresolvable CDI device fails the create with the message of 
                                             "unresolvable CDI devices example.com/accel=missing"));
     }
     CHECK(c.cri().list_containers(pod.id).empty());
-    for (const auto& call : c.runtime_calls()) CHECK_THAT(call, !Catch::Contains("create --bundle") || Catch::Contains(pod.id));
+    for (const auto& call : c.runtime_calls())
+      CHECK_THAT(call, !Catch::Contains("create --bundle") || Catch::Contains(pod.id));
     return;
   }
   // containerd 1.6 has no CDI: specshim resolves the annotation at the create.
