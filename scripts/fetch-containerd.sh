@@ -45,6 +45,11 @@ mirror() {
     awk -v want="$codename" '$1 == want && $2 == "Debian" { print $3; exit }'
 }
 
+if [ -n "${SPECSHIM_CONTAINERD_1_7_DIR:-}" ] && [ -n "${SPECSHIM_CONTAINERD_2_DIR:-}" ]; then
+  log "containerd 1.7 and 2.x given: $SPECSHIM_CONTAINERD_1_7_DIR, $SPECSHIM_CONTAINERD_2_DIR"
+  exit 0
+fi
+
 missing=()
 for entry in "${TIERS[@]}"; do
   read -r tier suite <<<"$entry"
