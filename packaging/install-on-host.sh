@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # install-on-host.sh: put specshim on a Kubernetes node and register it with
-# containerd as the runtime handler `specshim`; --uninstall takes it all back.
+# containerd, as the new runtime handler `specshim` (the default) or, with
+# --handler NAME, as the BinaryName of the node's existing handler NAME (the
+# default-handler install: --handler runc, for nodes whose pods run without a
+# RuntimeClass); --uninstall takes it all back.
 #
 # It runs in the DaemonSet's privileged container (packaging/kubernetes/
 # daemonset.yaml) with the node's / mounted at --host-root, or directly on a
@@ -10,16 +13,25 @@
 #   <bin-dir>/specshim                       copied from the package (unless already there)
 #   <bin-dir>/specshim-kubelet               the kubelet helper, beside the binary, where
 #                                            specshim looks for it first
-#   /etc/specshim/config.toml                only when absent; never overwritten
+#   /etc/specshim/config.toml                only when absent; never overwritten (with
+#                                            --chain, installed with [runtime] path set to
+#                                            the handler's old BinaryName)
 #   containerd 2.x (config version 3):
-#     /etc/containerd/conf.d/specshim.toml   the drop-in, plus its entry in `imports`
+#     /etc/containerd/conf.d/specshim.toml   the drop-in, plus its entry in `imports`; with
+#                                            --handler it sets only that handler's BinaryName
+#                                            (containerd 2.x merges imports key by key)
 #   containerd 1.6/1.7 (config version 2):
 #     a marked block appended to the containerd config; containerd 1.x replaces
 #     a plugin's whole table for each imported file, so a drop-in would wipe the
-#     node's other CRI settings
+#     node's other CRI settings. With --handler, the handler's BinaryName line is
+#     rewritten in place (or added under its options table, or a marked block
+#     adds the options table) and the line it replaced is recorded
 #   /var/lib/specshim/install-state          what was changed, for --uninstall
 # Every edit of the containerd config is preceded by a timestamped backup
 # next to it. containerd is restarted only when its configuration changed.
+# A drop-in always has the root config's version: on containerd 2.0-2.2 a
+# version 3 drop-in under a version 2 root drops the root's CRI settings, and
+# 2.3 refuses to start.
 set -euo pipefail
 
 readonly STATE_REL=/var/lib/specshim/install-state
@@ -35,14 +47,20 @@ CONFIG_VERSION=${SPECSHIM_CONFIG_VERSION:-}
 RESTART_CMD=${SPECSHIM_RESTART_CMD:-nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl restart containerd}
 VERSION_CMD=${SPECSHIM_CONTAINERD_VERSION_CMD:-}
 MODE=${SPECSHIM_MODE:-install}
+HANDLER=${SPECSHIM_HANDLER:-specshim}
+CHAIN=${SPECSHIM_CHAIN:-0}
+# containerd's PATH under systemd, where a relative BinaryName is looked up.
+readonly NODE_PATH="/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin"
 
 usage() {
   cat <<EOF
 usage: install-on-host.sh [--uninstall] [options]
 
 Installs specshim on the node mounted at --host-root and registers the
-containerd runtime handler "specshim". --uninstall reverses exactly what an
-earlier install recorded in ${STATE_REL}.
+containerd runtime handler "specshim" (pods select it with a RuntimeClass), or
+with --handler NAME makes specshim the BinaryName of the node's existing
+handler NAME (--handler runc: every pod without a RuntimeClass). --uninstall
+reverses exactly what an earlier install recorded in ${STATE_REL}.
 
 options (environment variable in brackets):
   --uninstall              [SPECSHIM_MODE=uninstall]
@@ -61,6 +79,16 @@ options (environment variable in brackets):
   --restart-cmd CMD        how to restart containerd [SPECSHIM_RESTART_CMD]
                            (default: nsenter into pid 1, systemctl restart containerd)
   --no-restart             change files only; print the restart command instead
+  --handler NAME           [SPECSHIM_HANDLER] (default specshim: a new handler "specshim").
+                           Any other NAME ([A-Za-z0-9_-]+) is an existing handler of the
+                           containerd config (or runc, containerd's built-in one): specshim
+                           becomes its BinaryName and every other option of it stays.
+                           A BinaryName it had (e.g. nvidia-container-runtime) is replaced,
+                           or with --chain run by specshim in place of runc
+  --chain                  [SPECSHIM_CHAIN=1] with --handler: keep the handler's old
+                           BinaryName as specshim's [runtime] path. A fresh
+                           /etc/specshim/config.toml is installed with it; an existing one
+                           must already say so (it is never overwritten)
   -h, --help
 EOF
 }
@@ -82,6 +110,8 @@ parse_args() {
       --config-version) CONFIG_VERSION=${2:?--config-version needs a value}; shift ;;
       --restart-cmd) RESTART_CMD=${2:?--restart-cmd needs a value}; shift ;;
       --no-restart) RESTART_CMD="" ;;
+      --handler) HANDLER=${2:?--handler needs a value}; shift ;;
+      --chain) CHAIN=1 ;;
       -h | --help) usage; exit 0 ;;
       *) usage >&2; die "unknown argument \`$1\`" ;;
     esac
@@ -93,6 +123,16 @@ parse_args() {
     *) die "--binary-path \`$BINARY_PATH\` must be absolute" ;;
   esac
   case "$CONTAINERD_CONFIG" in /*) ;; *) die "--containerd-config \`$CONTAINERD_CONFIG\` must be absolute" ;; esac
+  case "$HANDLER" in
+    "" | *[!A-Za-z0-9_-]*) die "--handler \`$HANDLER\` must be a TOML bare key: only letters, digits, _ and -" ;;
+  esac
+  case "$CHAIN" in
+    0 | 1) ;;
+    *) die "SPECSHIM_CHAIN is 0 or 1, not \`$CHAIN\`" ;;
+  esac
+  if [ "$CHAIN" = 1 ] && [ "$HANDLER" = specshim ]; then
+    die "--chain goes with --handler NAME (an existing handler whose BinaryName specshim takes over); the new handler \"specshim\" has no BinaryName to keep"
+  fi
   [ -d "$HOST_ROOT" ] || die "host root \`$HOST_ROOT\` is not a directory (mount the node's / there)"
   HOST_ROOT=${HOST_ROOT%/}
 }
@@ -232,19 +272,25 @@ install_helper() {
   HELPER_INSTALLED=1
 }
 
+# install_config installs the shipped config, when the node has none; with
+# --chain (CHAIN_PATH) its [runtime] path names the handler's old BinaryName.
 install_config() {
-  local src="$SOURCE_ROOT/etc/specshim/config.toml" dst
+  local src="$SOURCE_ROOT/etc/specshim/config.toml" dst rendered
   dst=$(host /etc/specshim/config.toml)
   CONFIG_INSTALLED=$(state_get config_installed)
   CONFIG_INSTALLED=${CONFIG_INSTALLED:-0}
+  CONFIG_CHAIN_PATH=$(state_get config_chain_path)
   if [ -e "$dst" ]; then
     log "keeping existing /etc/specshim/config.toml"
     return
   fi
   [ -f "$src" ] || die "\`$src\` missing from the source root"
-  replace_file "$dst" "$src" 0644
-  log "installed /etc/specshim/config.toml"
-  CONFIG_INSTALLED=1
+  rendered=$(mktemp)
+  render_config "$CHAIN_PATH" >"$rendered"
+  replace_file "$dst" "$rendered" 0644
+  rm -f "$rendered"
+  log "installed /etc/specshim/config.toml${CHAIN_PATH:+ with [runtime] path = \"$CHAIN_PATH\" (--chain)}"
+  CONFIG_INSTALLED=1 CONFIG_CHAIN_PATH=$CHAIN_PATH
 }
 
 # version 2: append the marked block to the config (create the file if needed).
@@ -257,18 +303,26 @@ install_v2() {
     default_runc_table "$cfg"
     printf '%s\n' "$END_MARK"
   } >"$block"
+  if [ -f "$cfg" ] && ! grep -qxF "$BEGIN_MARK" "$cfg" &&
+    grep -Eq '^[[:space:]]*\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.specshim\]' "$cfg"; then
+    rm -f "$block"
+    die "$(strip_root "$cfg") already defines runtimes.specshim outside specshim's markers; remove it or leave it managed by hand"
+  fi
+  install_block "$cfg" "$block" "the specshim handler"
+  rm -f "$block"
+}
+
+# install_block CFG BLOCK WHAT: CFG ends with the marked BLOCK, appended or in
+# place of an older one; a missing CFG is created (version 2).
+install_block() {
+  local cfg=$1 block=$2 what=$3
   if [ -f "$cfg" ] && grep -qxF "$BEGIN_MARK" "$cfg"; then
     if extract_block "$cfg" | cmp -s - "$block"; then
-      log "containerd config already has the specshim handler"
-      rm -f "$block"
+      log "containerd config already has $what"
       return
     fi
     backup "$cfg"
     remove_block "$cfg"
-    CHANGED=1
-  elif [ -f "$cfg" ] && grep -Eq '^[[:space:]]*\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.specshim\]' "$cfg"; then
-    rm -f "$block"
-    die "$(strip_root "$cfg") already defines runtimes.specshim outside specshim's markers; remove it or leave it managed by hand"
   elif [ -f "$cfg" ]; then
     backup "$cfg"
   else
@@ -281,8 +335,7 @@ install_v2() {
     V2_NEWLINE=1
   fi
   cat "$block" >>"$cfg"
-  rm -f "$block"
-  log "added the specshim handler to $(strip_root "$cfg") (containerd 1.x: in place, not as an import)"
+  log "added $what to $(strip_root "$cfg") (containerd 1.x: in place, not as an import)"
   CHANGED=1
 }
 
@@ -334,10 +387,18 @@ remove_block() {
 
 # version 3: the drop-in file plus its entry in the top-level `imports`.
 install_v3() {
-  local cfg=$1 dropin rendered path_entry
-  dropin=$(host "$DROPIN_REL")
+  local cfg=$1 rendered
   rendered=$(mktemp)
   render_snippet "$SOURCE_ROOT/usr/share/specshim/containerd/containerd-2.x.toml" "$cfg" >"$rendered"
+  install_dropin "$cfg" "$rendered"
+  rm -f "$rendered"
+}
+
+# install_dropin CFG RENDERED: the drop-in gets RENDERED's bytes, and CFG's
+# `imports` names it.
+install_dropin() {
+  local cfg=$1 rendered=$2 dropin path_entry
+  dropin=$(host "$DROPIN_REL")
   if [ -f "$dropin" ] && cmp -s "$rendered" "$dropin"; then
     log "drop-in $DROPIN_REL is up to date"
   else
@@ -346,7 +407,6 @@ install_v3() {
     log "installed drop-in $DROPIN_REL"
     CHANGED=1
   fi
-  rm -f "$rendered"
 
   path_entry="\"$DROPIN_REL\""
   if [ ! -f "$cfg" ]; then
@@ -394,6 +454,583 @@ covers_dropin() {
   return 1
 }
 
+# ---- --handler NAME: specshim as the BinaryName of an existing handler -----
+#
+# The containerd config is read with toml_records, a line scanner that knows
+# TOML's strings, comments, multi-line strings and arrays. One record per table
+# header and per key/value line, fields separated by US:
+#   LINE US table|array|kv|bad US TABLE US KEY US SEGMENTS US VALUE
+# TABLE and KEY are canonical: each key segment double-quoted, joined by dots
+# (runc, "runc" and 'runc' are all "runc"); VALUE is the raw text up to a
+# comment (for a value spanning lines, its first line).
+readonly US=$'\037'
+# shellcheck disable=SC2016 # awk's own $0
+readonly TOML_AWK='
+function skipws(s, i) { while (substr(s, i, 1) == " " || substr(s, i, 1) == "\t") i++; return i }
+function parse_key(s, i,    c, j, n, k, part, L) {
+  k = ""; n = 0; L = length(s)
+  while (1) {
+    i = skipws(s, i); c = substr(s, i, 1)
+    if (c == "\"") {
+      for (j = i + 1; j <= L; j++) { c = substr(s, j, 1); if (c == "\\") { j++; continue } if (c == "\"") break }
+      if (j > L) return 0
+      part = substr(s, i + 1, j - i - 1); i = j + 1
+    } else if (c == "\047") {
+      j = index(substr(s, i + 1), "\047"); if (j == 0) return 0
+      part = substr(s, i + 1, j - 1); i += j + 1
+    } else {
+      for (j = i; j <= L && substr(s, j, 1) ~ /[A-Za-z0-9_-]/; j++) ;
+      if (j == i) return 0
+      part = substr(s, i, j - i); i = j
+    }
+    k = (n ? k "." : "") "\"" part "\""; n++
+    i = skipws(s, i)
+    if (substr(s, i, 1) != ".") break
+    i++
+  }
+  KEY = k; NSEG = n; KEND = i; return 1
+}
+function scan(s, i,    c, j, L) {
+  L = length(s)
+  while (i <= L) {
+    if (ML != "") { j = index(substr(s, i), ML); if (j == 0) return L + 1; i += j + 2; ML = ""; continue }
+    c = substr(s, i, 1)
+    if (c == "#") return i
+    if (substr(s, i, 3) == "\"\"\"" || substr(s, i, 3) == "\047\047\047") { ML = substr(s, i, 3); i += 3; continue }
+    if (c == "\"") { for (j = i + 1; j <= L; j++) { c = substr(s, j, 1); if (c == "\\") { j++; continue } if (c == "\"") break } i = j + 1; continue }
+    if (c == "\047") { j = index(substr(s, i + 1), "\047"); i = j ? i + j + 1 : L + 1; continue }
+    if (c == "[") DEPTH++
+    else if (c == "]") DEPTH--
+    i++
+  }
+  return L + 1
+}
+BEGIN { ML = ""; DEPTH = 0; TABLE = ""; US = "\037" }
+{
+  s = $0; sub(/\r$/, "", s)
+  if (ML != "" || DEPTH > 0) { scan(s, 1); next }
+  i = skipws(s, 1); c = substr(s, i, 1)
+  if (c == "" || c == "#") next
+  if (c == "[") {
+    arr = substr(s, i, 2) == "[[" ? 1 : 0
+    if (!parse_key(s, i + 1 + arr) || substr(s, KEND, 1 + arr) != (arr ? "]]" : "]")) { print NR US "bad"; next }
+    j = skipws(s, KEND + 1 + arr)
+    if (substr(s, j, 1) != "" && substr(s, j, 1) != "#") { print NR US "bad"; next }
+    TABLE = KEY
+    print NR US (arr ? "array" : "table") US TABLE US US 0 US
+    next
+  }
+  if (!parse_key(s, i) || substr(s, KEND, 1) != "=") { print NR US "bad"; next }
+  j = skipws(s, KEND + 1); e = scan(s, j)
+  v = substr(s, j, e - j); sub(/[ \t]+$/, "", v)
+  print NR US "kv" US TABLE US KEY US NSEG US v
+}'
+
+toml_records() { awk "$TOML_AWK" "$1"; }
+
+# toml_string RAW prints the value of a one-line TOML string without escapes
+# ("..." or '...'); fails for anything else.
+toml_string() {
+  local v
+  case "$1" in
+    \"*\")
+      v=${1#\"} v=${v%\"}
+      case "$v" in *[\\\"]*) return 1 ;; esac ;;
+    \'*\')
+      v=${1#\'} v=${v%\'}
+      case "$v" in *\'*) return 1 ;; esac ;;
+    *) return 1 ;;
+  esac
+  printf '%s' "$v"
+}
+
+# under A B: path A is B or inside it. above A B: A is a table that holds B
+# (the top level, "", holds everything).
+under() { [ "$1" = "$2" ] || [[ $1 == "$2".* ]]; }
+above() { [ -z "$1" ] || [[ $2 == "$1".* ]]; }
+
+# handler_paths VERSION: the canonical paths of the CRI plugin, the handler
+# and its options table in a config of that version, and the handler's table
+# as it is written.
+handler_paths() {
+  local plugin=io.containerd.cri.v1.runtime
+  [ "$1" = 2 ] && plugin=io.containerd.grpc.v1.cri
+  CRI_PATH="\"plugins\".\"$plugin\""
+  H_PATH="$CRI_PATH.\"containerd\".\"runtimes\".\"$HANDLER\""
+  O_PATH="$H_PATH.\"options\""
+  H_TABLE="plugins.\"$plugin\".containerd.runtimes.$HANDLER"
+}
+
+# scan_handler FILE SHOWN: what FILE says about the handler. Sets SCAN_EXISTS
+# (1 when anything defines the handler), SCAN_OPTIONS (line of the
+# [<handler>.options] header), SCAN_BIN_LINE and SCAN_BIN (the BinaryName line
+# under that header and its raw value), SCAN_TYPE (raw runtime_type),
+# SCAN_DEFAULT (raw default_runtime_name), SCAN_CRI (1 when FILE sets anything
+# of the CRI plugin). Fails with SCAN_ERR when the handler is written in a form
+# that is not a plain table with plain keys: inline tables, dotted keys, arrays
+# of tables on its path, or a line the scanner cannot read.
+scan_handler() {
+  local file=$1 shown=$2 n kind table key value full what=""
+  SCAN_EXISTS=0 SCAN_OPTIONS="" SCAN_BIN_LINE="" SCAN_BIN="" SCAN_TYPE="" SCAN_DEFAULT="" SCAN_CRI=0 SCAN_ERR=""
+  while IFS=$US read -r n kind table key _ value; do
+    case "$kind" in
+      bad)
+        SCAN_ERR="$shown line $n: cannot read \`$(sed -n "${n}p" "$file")\` as TOML; fix it, or set BinaryName = \"$BINARY_PATH\" in [$H_TABLE.options] by hand"
+        return 1 ;;
+      table | array)
+        full=$table
+        if [ "$kind" = array ] && { under "$O_PATH" "$full" || under "$full" "$H_PATH"; }; then
+          what="an array of tables"
+        fi
+        [ "$full" = "$O_PATH" ] && SCAN_OPTIONS=$n ;;
+      kv)
+        full=$key
+        [ -n "$table" ] && full="$table.$key"
+        if under "$O_PATH" "$full"; then
+          what="an inline table"
+        elif above "$table" "$H_PATH" && under "$full" "$H_PATH"; then
+          what="dotted keys"
+        elif [ "$table" = "$H_PATH" ] && under "$full" "$O_PATH"; then
+          what="dotted keys"
+        elif [ "$table" = "$O_PATH" ] && [ "$key" = '"BinaryName"' ]; then
+          SCAN_BIN_LINE=$n SCAN_BIN=$value
+        elif [ "$full" = "$H_PATH.\"runtime_type\"" ]; then
+          SCAN_TYPE=$value
+        elif [ "$full" = "$CRI_PATH.\"containerd\".\"default_runtime_name\"" ]; then
+          SCAN_DEFAULT=$value
+        fi ;;
+    esac
+    if [ -n "$what" ]; then
+      SCAN_ERR="$shown line $n: \`$(sed -n "${n}p" "$file")\` writes the handler \`$HANDLER\` (or a table above its options) with $what, which install-on-host.sh does not edit. Write it as a [$H_TABLE] table and a [$H_TABLE.options] table of plain keys, then run again"
+      return 1
+    fi
+    under "$full" "$H_PATH" && SCAN_EXISTS=1
+    under "$full" "$CRI_PATH" && SCAN_CRI=1
+  done < <(toml_records "$file")
+  return 0
+}
+
+# import_files CFG prints the files CFG's top-level `imports` names (globs
+# expanded, relative paths taken from the config's directory), as host paths,
+# one a line, specshim's own drop-in left out.
+import_files() {
+  local cfg=$1 entries entry pattern f dropin
+  dropin=$(host "$DROPIN_REL")
+  entries=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*imports[[:space:]]*=/ { on = 1 } on { print; if (index($0, "]")) exit }' "$cfg" |
+    sed 's/#.*//' | grep -oE "\"[^\"]*\"|'[^']*'" || true)
+  while IFS= read -r entry; do
+    [ -n "$entry" ] || continue
+    entry=${entry:1:${#entry}-2}
+    case "$entry" in
+      /*) pattern=$(host "$entry") ;;
+      *) pattern=$(host "$(dirname "$CONTAINERD_CONFIG")/$entry") ;;
+    esac
+    while IFS= read -r f; do
+      if [ -f "$f" ] && [ "$f" != "$dropin" ]; then printf '%s\n' "$f"; fi
+    done < <(compgen -G "$pattern" || true)
+  done <<<"$entries"
+}
+
+# note_default tells, from SCAN_DEFAULT, which handler runs pods without a
+# RuntimeClass, when it is not the one specshim takes over.
+note_default() {
+  local name=runc
+  if [ -n "$SCAN_DEFAULT" ]; then name=$(toml_string "$SCAN_DEFAULT") || return 0; fi
+  [ "$name" = "$HANDLER" ] ||
+    log "note: default_runtime_name is \"$name\": pods without a RuntimeClass run that, not \"$HANDLER\" (a RuntimeClass with handler: $HANDLER selects it)"
+}
+
+# check_type refuses a handler whose runtime_type ignores BinaryName.
+check_type() {
+  local type
+  [ -n "$SCAN_TYPE" ] || return 0
+  type=$(toml_string "$SCAN_TYPE") || die "$1: cannot read runtime_type $SCAN_TYPE of the handler \`$HANDLER\`"
+  case "$type" in
+    io.containerd.runc.v2 | io.containerd.runc.v1) ;;
+    *) die "$1: the handler \`$HANDLER\` has runtime_type \"$type\", whose shim has no BinaryName; specshim runs under io.containerd.runc.v2 only" ;;
+  esac
+}
+
+# binary_line LINE KIND [MORE] prints the BinaryName line that install
+# writes (KIND replaced or inserted), indented as LINE plus MORE, with LINE's
+# CR if it has one.
+binary_line() {
+  local indent=${1%%[![:space:]]*} cr="" comment
+  case "$1" in *$'\r') cr=$'\r' ;; esac
+  indent=${indent%$'\r'}${3:-}
+  if [ "$2" = inserted ]; then
+    comment="# added by install-on-host.sh --handler; --uninstall removes this line"
+  else
+    comment="# install-on-host.sh --handler: was \"$OLD_BINARY\"; --uninstall restores it"
+  fi
+  printf '%sBinaryName = "%s"  %s%s' "$indent" "$BINARY_PATH" "$comment" "$cr"
+}
+
+b64() { printf '%s' "$1" | base64 -w0; }
+unb64() { printf '%s' "$1" | base64 -d; }
+lines_of() { wc -l <"$1"; }
+
+# Line edits that keep every other byte, a missing final newline included.
+replace_line() {
+  local f=$1 n=$2 tmp="$1.specshim-tmp.$$"
+  {
+    head -n "$((n - 1))" "$f"
+    printf '%s' "$3"
+    [ "$n" -gt "$(lines_of "$f")" ] || printf '\n'
+    tail -n +"$((n + 1))" "$f"
+  } >"$tmp"
+  chmod --reference="$f" "$tmp"
+  mv -f "$tmp" "$f"
+}
+insert_after() {
+  local f=$1 n=$2 tmp="$1.specshim-tmp.$$"
+  if [ "$n" -le "$(lines_of "$f")" ]; then
+    { head -n "$n" "$f"; printf '%s\n' "$3"; tail -n +"$((n + 1))" "$f"; } >"$tmp"
+  else
+    { cat "$f"; printf '\n%s' "$3"; } >"$tmp"
+  fi
+  chmod --reference="$f" "$tmp"
+  mv -f "$tmp" "$f"
+}
+delete_line() {
+  local f=$1 n=$2 tmp="$1.specshim-tmp.$$"
+  if [ "$n" -le "$(lines_of "$f")" ]; then
+    { head -n "$((n - 1))" "$f"; tail -n +"$((n + 1))" "$f"; } >"$tmp"
+  else
+    head -n "$((n - 1))" "$f" | head -c -1 >"$tmp"
+  fi
+  chmod --reference="$f" "$tmp"
+  mv -f "$tmp" "$f"
+}
+
+# check_imports CFG VERSION: an imported file must not take the handler's
+# BinaryName out of the root's (and the drop-in's) hands.
+check_imports() {
+  local cfg=$1 f shown
+  [ -f "$cfg" ] || return 0
+  while IFS= read -r f; do
+    shown="$(strip_root "$f") (imported by $CONTAINERD_CONFIG)"
+    scan_handler "$f" "$shown" || die "$SCAN_ERR"
+    if [ "$2" = 2 ] && [ "$SCAN_CRI" = 1 ]; then
+      die "$shown sets the CRI plugin (io.containerd.grpc.v1.cri): containerd 1.x replaces the root's whole CRI table with that file's, so set BinaryName = \"$BINARY_PATH\" in [$H_TABLE.options] there by hand"
+    fi
+    if [ -n "$SCAN_BIN_LINE" ]; then
+      die "$shown line $SCAN_BIN_LINE sets the BinaryName of the handler \`$HANDLER\`; containerd merges it over the root config, so install-on-host.sh cannot tell which value wins. Move that setting into $CONTAINERD_CONFIG (or remove it), then run again"
+    fi
+    [ "$SCAN_EXISTS" = 0 ] || IMPORT_DEFINES=1
+  done < <(import_files "$cfg")
+}
+
+# plan_handler_v2 CFG decides the edit of a version 2 config, changing
+# nothing yet. EDIT is
+#   replaced  the handler's BinaryName line at EDIT_LINE becomes NEW_LINE
+#   inserted  NEW_LINE goes after its options header at EDIT_LINE
+#   block     the marked block adds the options table (BLOCK_HANDLER=1: and
+#             the handler table, for containerd's built-in runc)
+#   none      BinaryName is specshim already, set by someone else
+# OLD_BINARY is the BinaryName the handler had ("" for none); OLD_LINE its line.
+plan_handler_v2() {
+  local cfg=$1 own shown line want prev
+  shown=$(strip_root "$cfg")
+  prev=$(state_get handler_edit)
+  EDIT="" EDIT_LINE="" NEW_LINE="" OLD_LINE="" OLD_BINARY="" BLOCK_HANDLER=0 IMPORT_DEFINES=0
+  if [ ! -f "$cfg" ]; then
+    [ "$HANDLER" = runc ] || die "no $shown: there is no handler \`$HANDLER\` (only containerd's built-in runc) to make specshim the BinaryName of"
+    EDIT=block BLOCK_HANDLER=1
+    return
+  fi
+  if grep -qxF "$BEGIN_MARK" "$cfg" && [ "$prev" != block ]; then
+    die "$shown has specshim's marked block (the handler \"specshim\"?), which this install did not write; run install-on-host.sh --uninstall first"
+  fi
+  own=$(mktemp)
+  sed "/^$(regex_escape "$BEGIN_MARK")\$/,/^$(regex_escape "$END_MARK")\$/d" "$cfg" >"$own"
+  if ! scan_handler "$own" "$shown"; then
+    rm -f "$own"
+    die "$SCAN_ERR"
+  fi
+  rm -f "$own"
+  check_type "$shown"
+  note_default
+  case "$prev" in
+    replaced | inserted)
+      want=$(unb64 "$(state_get handler_line_b64)")
+      line=""
+      [ -z "$SCAN_BIN_LINE" ] || line=$(sed -n "${SCAN_BIN_LINE}p" "$cfg")
+      if [ "$line" != "$want" ]; then
+        die "$shown: the BinaryName of the handler \`$HANDLER\` is no longer the line install-on-host.sh wrote (\`$want\`): it was changed since. Run install-on-host.sh --uninstall (it keeps the line as it is now), then install again"
+      fi
+      EDIT=$prev EDIT_LINE=$SCAN_BIN_LINE
+      OLD_BINARY=$(state_get handler_old_binary)
+      OLD_LINE=$(unb64 "$(state_get handler_old_line_b64)")
+      if [ "$prev" = replaced ]; then NEW_LINE=$(binary_line "$OLD_LINE" replaced); else NEW_LINE=$(binary_line "$line" inserted); fi
+      return ;;
+    block)
+      if grep -qxF "$BEGIN_MARK" "$cfg"; then
+        if [ -n "$SCAN_OPTIONS$SCAN_BIN_LINE" ]; then
+          die "$shown: [$H_TABLE.options] is now written outside specshim's marked block too; remove one of them, then run again"
+        fi
+        EDIT=block
+        [ "$SCAN_EXISTS" = 1 ] || BLOCK_HANDLER=1
+        return
+      fi ;;
+  esac
+  check_imports "$cfg" 2
+  if [ -n "$SCAN_BIN_LINE" ]; then
+    OLD_BINARY=$(toml_string "$SCAN_BIN") ||
+      die "$shown line $SCAN_BIN_LINE: cannot read BinaryName = $SCAN_BIN (install-on-host.sh reads a one-line string without escapes)"
+    if [ "$OLD_BINARY" = "$BINARY_PATH" ]; then
+      EDIT=none OLD_BINARY=""
+      return
+    fi
+    EDIT=replaced EDIT_LINE=$SCAN_BIN_LINE
+    OLD_LINE=$(sed -n "${SCAN_BIN_LINE}p" "$cfg")
+    NEW_LINE=$(binary_line "$OLD_LINE" replaced)
+  elif [ -n "$SCAN_OPTIONS" ]; then
+    EDIT=inserted EDIT_LINE=$SCAN_OPTIONS
+    NEW_LINE=$(binary_line "$(sed -n "${SCAN_OPTIONS}p" "$cfg")" inserted "  ")
+  elif [ "$SCAN_EXISTS" = 1 ]; then
+    EDIT=block
+  elif [ "$HANDLER" = runc ]; then
+    EDIT=block BLOCK_HANDLER=1
+  else
+    die "$shown defines no handler \`$HANDLER\` ([$H_TABLE]): --handler names an existing handler (or runc, containerd's built-in one); leave --handler out to add the new handler \"specshim\""
+  fi
+}
+
+# apply_handler_v2 CFG makes the edit plan_handler_v2 decided.
+apply_handler_v2() {
+  local cfg=$1 shown block
+  shown=$(strip_root "$cfg")
+  case "$EDIT" in
+    none)
+      log "the handler \`$HANDLER\` in $shown runs $BINARY_PATH already (not set by install-on-host.sh); left as it is" ;;
+    replaced | inserted)
+      if [ "$(sed -n "${EDIT_LINE}p" "$cfg")" = "$NEW_LINE" ]; then
+        log "the handler \`$HANDLER\` in $shown runs $BINARY_PATH already"
+        return
+      fi
+      backup "$cfg"
+      if [ "$EDIT" = inserted ] && [ "$PREV_EDIT" != inserted ]; then
+        insert_after "$cfg" "$EDIT_LINE" "$NEW_LINE"
+      else
+        replace_line "$cfg" "$EDIT_LINE" "$NEW_LINE"
+      fi
+      CHANGED=1
+      if [ -n "$PREV_EDIT" ]; then
+        log "the handler \`$HANDLER\` runs $BINARY_PATH now ($shown line $EDIT_LINE)"
+      else
+        log_takeover "$shown line $EDIT_LINE"
+      fi ;;
+    block)
+      block=$(mktemp)
+      {
+        printf '%s\n' "$BEGIN_MARK"
+        printf '# specshim as the BinaryName of the handler `%s` (install-on-host.sh --handler %s).\n' "$HANDLER" "$HANDLER"
+        if [ "$BLOCK_HANDLER" = 1 ]; then
+          printf '# containerd 1.x forgets its built-in runc handler once the config names any\n'
+          printf '# runtime: restate it (containerd'"'"'s defaults).\n'
+          printf '[%s]\n  runtime_type = "io.containerd.runc.v2"\n' "$H_TABLE"
+        fi
+        printf '[%s.options]\n  BinaryName = "%s"\n' "$H_TABLE" "$BINARY_PATH"
+        printf '%s\n' "$END_MARK"
+      } >"$block"
+      local before=$CHANGED
+      install_block "$cfg" "$block" "BinaryName $BINARY_PATH for the handler \`$HANDLER\`"
+      rm -f "$block"
+      [ "$CHANGED" = "$before" ] || [ -n "$PREV_EDIT" ] || log_takeover "$shown" ;;
+  esac
+}
+
+# plan_handler_v3 CFG decides the edit of a version 3 config: the drop-in sets
+# the handler's BinaryName and nothing else (containerd 2.x merges it over the
+# root's handler key by key); the root keeps its bytes but for its imports
+# line. EDIT is dropin (BLOCK_HANDLER=1: the drop-in also states runtime_type,
+# for containerd's built-in runc) or none (BinaryName is specshim already, set
+# by someone else). OLD_BINARY is the BinaryName the root gives the handler.
+plan_handler_v3() {
+  local cfg=$1 shown dropin exists=0
+  shown=$(strip_root "$cfg")
+  dropin=$(host "$DROPIN_REL")
+  PREV_EDIT=$(state_get handler_edit)
+  EDIT="" OLD_BINARY="" BLOCK_HANDLER=0 IMPORT_DEFINES=0
+  if [ -z "$PREV_EDIT" ] && [ -f "$dropin" ] && grep -q 'containerd\.runtimes\.specshim\]' "$dropin"; then
+    die "$DROPIN_REL registers the handler \"specshim\", which this install did not write; run install-on-host.sh --uninstall first"
+  fi
+  if [ -f "$cfg" ]; then
+    scan_handler "$cfg" "$shown" || die "$SCAN_ERR"
+    check_type "$shown"
+    note_default
+    exists=$SCAN_EXISTS
+    if [ -n "$SCAN_BIN_LINE" ]; then
+      OLD_BINARY=$(toml_string "$SCAN_BIN") ||
+        die "$shown line $SCAN_BIN_LINE: cannot read BinaryName = $SCAN_BIN (install-on-host.sh reads a one-line string without escapes)"
+    fi
+    check_imports "$cfg" 3
+    [ "$IMPORT_DEFINES" = 0 ] || exists=1
+  fi
+  if [ "$OLD_BINARY" = "$BINARY_PATH" ] && [ "$PREV_EDIT" != dropin ]; then
+    EDIT=none OLD_BINARY=""
+    return
+  fi
+  [ "$OLD_BINARY" != "$BINARY_PATH" ] || OLD_BINARY=""
+  EDIT=dropin
+  if [ "$exists" = 0 ]; then
+    [ "$HANDLER" = runc ] ||
+      die "$shown defines no handler \`$HANDLER\` ([$H_TABLE]): --handler names an existing handler (or runc, containerd's built-in one); leave --handler out to add the new handler \"specshim\""
+    BLOCK_HANDLER=1
+  fi
+}
+
+apply_handler_v3() {
+  local cfg=$1 rendered
+  if [ "$EDIT" = none ]; then
+    log "the handler \`$HANDLER\` in $(strip_root "$cfg") runs $BINARY_PATH already (not set by install-on-host.sh); left as it is"
+    return
+  fi
+  rendered=$(mktemp)
+  {
+    printf '# specshim as the BinaryName of containerd'"'"'s existing runtime handler `%s`,\n' "$HANDLER"
+    printf '# written by install-on-host.sh --handler %s; --uninstall removes this file\n' "$HANDLER"
+    printf '# and its entry in the imports of %s.\n' "$CONTAINERD_CONFIG"
+    printf '# containerd 2.x merges imported files key by key: every other setting of the\n'
+    printf '# handler stays as the root config has it.\n'
+    printf 'version = 3\n\n'
+    if [ "$BLOCK_HANDLER" = 1 ]; then
+      printf '# The root config relies on containerd'"'"'s built-in runc handler: state its runtime_type.\n'
+      printf '[%s]\n  runtime_type = "io.containerd.runc.v2"\n\n' "$H_TABLE"
+    fi
+    printf '[%s.options]\n  BinaryName = "%s"\n' "$H_TABLE" "$BINARY_PATH"
+  } >"$rendered"
+  install_dropin "$cfg" "$rendered"
+  rm -f "$rendered"
+  [ -n "$PREV_EDIT" ] || log_takeover "$DROPIN_REL"
+}
+
+# log_takeover WHERE says what became of the handler's old BinaryName.
+log_takeover() {
+  if [ -z "$OLD_BINARY" ]; then
+    log "the handler \`$HANDLER\` runs $BINARY_PATH ($1); it had no BinaryName of its own (containerd ran runc)"
+  elif [ -n "$CHAIN_PATH" ]; then
+    log "the handler \`$HANDLER\`: BinaryName \"$OLD_BINARY\" replaced by $BINARY_PATH ($1), which runs $CHAIN_PATH in place of runc (--chain)"
+  else
+    log "the handler \`$HANDLER\`: BinaryName \"$OLD_BINARY\" replaced by $BINARY_PATH ($1); \"$OLD_BINARY\" no longer runs (specshim runs runc; --chain would keep it after specshim)"
+  fi
+}
+
+# config_runtime_path CONF prints [runtime] path of a specshim config ("" if unset).
+config_runtime_path() {
+  local n kind table key value
+  while IFS=$US read -r n kind table key _ value; do
+    [ "$kind" = kv ] || continue
+    if { [ "$table" = '"runtime"' ] && [ "$key" = '"path"' ]; } || { [ -z "$table" ] && [ "$key" = '"runtime"."path"' ]; }; then
+      toml_string "$value"
+      return
+    fi
+  done < <(toml_records "$1")
+}
+
+# plan_chain: with --chain, CHAIN_PATH becomes the handler's old BinaryName as
+# an absolute node path (a bare name is looked up where containerd's shim
+# looks: systemd's PATH), for specshim's [runtime] path. A fresh
+# /etc/specshim/config.toml gets it; an existing one is never overwritten, so
+# it must say so already.
+plan_chain() {
+  local conf cur d
+  CHAIN_PATH=""
+  [ "$CHAIN" = 1 ] || return 0
+  if [ -z "$OLD_BINARY" ]; then
+    log "--chain: the handler \`$HANDLER\` has no BinaryName of its own (containerd ran runc): nothing to chain; specshim runs runc"
+    return 0
+  fi
+  case "${OLD_BINARY##*/}" in
+    specshim*) die "--chain: the handler's BinaryName \"$OLD_BINARY\" is a specshim already; run without --chain" ;;
+  esac
+  case "$OLD_BINARY" in
+    /*) CHAIN_PATH=$OLD_BINARY ;;
+    */*) die "--chain: the handler's BinaryName \"$OLD_BINARY\" is a relative path; set [runtime] path to its absolute path in /etc/specshim/config.toml and run without --chain" ;;
+    *)
+      for d in $NODE_PATH; do
+        if [ -x "$(host "$d/$OLD_BINARY")" ]; then
+          CHAIN_PATH=$d/$OLD_BINARY
+          break
+        fi
+      done
+      [ -n "$CHAIN_PATH" ] ||
+        die "--chain: \`$OLD_BINARY\` (the handler's BinaryName) is in none of containerd's PATH directories on the node ($NODE_PATH); set [runtime] path to its absolute path in /etc/specshim/config.toml and run without --chain" ;;
+  esac
+  case "$CHAIN_PATH" in
+    *[!A-Za-z0-9/._+-]*) die "--chain: \`$CHAIN_PATH\` may hold only letters, digits and / . _ + -; set [runtime] path in /etc/specshim/config.toml by hand and run without --chain" ;;
+  esac
+  conf=$(host /etc/specshim/config.toml)
+  [ -e "$conf" ] || return 0
+  cur=$(config_runtime_path "$conf") || cur="(unreadable)"
+  if [ "$cur" != "$CHAIN_PATH" ]; then
+    die "--chain: /etc/specshim/config.toml exists (install-on-host.sh never overwrites it) and its [runtime] path is ${cur:+\"$cur\"}${cur:-not set}; set path = \"$CHAIN_PATH\" in its [runtime] table (the runtime the handler \`$HANDLER\` ran until now) and run again, or run without --chain to have specshim run runc in its place"
+  fi
+  log "--chain: /etc/specshim/config.toml runs $CHAIN_PATH after specshim already"
+}
+
+# render_config CHAIN_PATH prints the shipped config, with [runtime] path set
+# to CHAIN_PATH when that is not empty.
+render_config() {
+  local src="$SOURCE_ROOT/etc/specshim/config.toml"
+  if [ -z "$1" ]; then
+    cat "$src"
+    return
+  fi
+  grep -qx '\[runtime\]' "$src" || die "\`$src\` has no [runtime] table to set path in"
+  awk -v path="$1" '{ print } $0 == "[runtime]" && !done {
+    print "# install-on-host.sh --chain: what the containerd handler ran before specshim took its place."
+    print "path = \"" path "\""
+    done = 1
+  }' "$src"
+}
+
+# check_handler_switch refuses an install as the other kind of handler than
+# the state file records: switching is --uninstall, then install.
+check_handler_switch() {
+  local prev
+  [ -f "$(host "$STATE_REL")" ] || return 0
+  prev=$(state_get handler)
+  prev=${prev:-specshim}
+  [ "$prev" != "$HANDLER" ] || return 0
+  die "specshim is installed on this node as $(handler_role "$prev") ($STATE_REL); this run asks for $(handler_role "$HANDLER"). Switch in two steps: install-on-host.sh --uninstall, then install-on-host.sh $(handler_flag "$HANDLER") (DaemonSet: SPECSHIM_MODE=uninstall, roll out, then SPECSHIM_MODE=install with SPECSHIM_HANDLER=$HANDLER)"
+}
+handler_role() {
+  if [ "$1" = specshim ]; then printf 'the new handler "specshim"'; else printf 'the BinaryName of the handler "%s"' "$1"; fi
+}
+handler_flag() {
+  if [ "$1" = specshim ]; then printf 'without --handler'; else printf -- '--handler %s' "$1"; fi
+}
+
+# uninstall_handler_line CFG restores the BinaryName line a version 2 install
+# replaced (or removes the one it inserted), when nobody changed it since.
+uninstall_handler_line() {
+  local cfg=$1 edit want line="" old shown
+  edit=$(state_get handler_edit)
+  case "$edit" in replaced | inserted) ;; *) return 0 ;; esac
+  [ -f "$cfg" ] || return 0
+  shown=$(strip_root "$cfg")
+  HANDLER=$(state_get handler)
+  handler_paths 2
+  want=$(unb64 "$(state_get handler_line_b64)")
+  if scan_handler "$cfg" "$shown" && [ -n "$SCAN_BIN_LINE" ]; then line=$(sed -n "${SCAN_BIN_LINE}p" "$cfg"); fi
+  old=$(state_get handler_old_binary)
+  if [ "$line" != "$want" ]; then
+    log "keeping the BinaryName of the handler \`$HANDLER\` in $shown: it was changed since the install (before install-on-host.sh it was ${old:+\"$old\"}${old:-not set})"
+    return 0
+  fi
+  backup "$cfg"
+  if [ "$edit" = replaced ]; then
+    replace_line "$cfg" "$SCAN_BIN_LINE" "$(unb64 "$(state_get handler_old_line_b64)")"
+    log "restored BinaryName \"$old\" of the handler \`$HANDLER\` in $shown"
+  else
+    delete_line "$cfg" "$SCAN_BIN_LINE"
+    log "removed specshim's BinaryName from the handler \`$HANDLER\` in $shown"
+  fi
+  CHANGED=1
+}
+
 restart_containerd() {
   if [ -z "$RESTART_CMD" ]; then
     log "containerd configuration changed: restart containerd on the node to apply it"
@@ -409,21 +1046,43 @@ do_install() {
   version=$(config_version "$cfg")
   CHANGED=0 V2_NEWLINE=$(state_get v2_added_newline) V2_CREATED=$(state_get v2_created_config)
   IMPORTS_EDIT=$(state_get imports_edit) DROPIN_DIR_CREATED=$(state_get dropin_dir_created)
+  CHAIN_PATH="" EDIT="" PREV_EDIT="" OLD_BINARY="" OLD_LINE="" NEW_LINE=""
   case "$version" in
     2 | 3) ;;
     *) die "$(strip_root "$cfg") is containerd config version $version; specshim supports 2 (containerd 1.6/1.7) and 3 (2.x)" ;;
   esac
+  check_handler_switch
+  # With --handler, every refusal comes before the first change on the node.
+  if [ "$HANDLER" != specshim ]; then
+    handler_paths "$version"
+    if [ "$version" = 2 ]; then plan_handler_v2 "$cfg"; else plan_handler_v3 "$cfg"; fi
+    plan_chain
+  fi
   install_binary
   install_helper
   install_config
-  if [ "$version" = 2 ]; then install_v2 "$cfg"; else install_v3 "$cfg"; fi
+  local handler_state=()
+  if [ "$HANDLER" = specshim ]; then
+    if [ "$version" = 2 ]; then install_v2 "$cfg"; else install_v3 "$cfg"; fi
+  else
+    if [ "$version" = 2 ]; then apply_handler_v2 "$cfg"; else apply_handler_v3 "$cfg"; fi
+    handler_state=("handler_edit=$EDIT" "handler_old_binary=$OLD_BINARY"
+      "handler_old_line_b64=$(b64 "$OLD_LINE")" "handler_line_b64=$(b64 "$NEW_LINE")" "chain_path=$CHAIN_PATH")
+  fi
   state_write "config_version=$version" "containerd_config=$CONTAINERD_CONFIG" \
     "binary_path=$BINARY_PATH" "binary_installed=$BINARY_INSTALLED" "helper_installed=$HELPER_INSTALLED" \
-    "config_installed=$CONFIG_INSTALLED" \
+    "config_installed=$CONFIG_INSTALLED" "config_chain_path=$CONFIG_CHAIN_PATH" \
     "v2_added_newline=${V2_NEWLINE:-0}" "v2_created_config=${V2_CREATED:-0}" \
-    "imports_edit=${IMPORTS_EDIT:-none}" "dropin_dir_created=${DROPIN_DIR_CREATED:-0}"
+    "imports_edit=${IMPORTS_EDIT:-none}" "dropin_dir_created=${DROPIN_DIR_CREATED:-0}" \
+    "handler=$HANDLER" ${handler_state[@]+"${handler_state[@]}"}
   if [ "$CHANGED" = 1 ]; then restart_containerd; else log "containerd configuration unchanged; no restart"; fi
-  log "done: RuntimeClass handler \"specshim\" runs $BINARY_PATH"
+  if [ "$HANDLER" = specshim ]; then
+    log "done: RuntimeClass handler \"specshim\" runs $BINARY_PATH"
+  else
+    local runtime
+    runtime=$(config_runtime_path "$(host /etc/specshim/config.toml)" 2>/dev/null) || runtime=""
+    log "done: the handler \"$HANDLER\" runs $BINARY_PATH${runtime:+, which runs $runtime in place of runc ([runtime] path of /etc/specshim/config.toml)}"
+  fi
 }
 
 # ---- uninstall -------------------------------------------------------------
@@ -488,7 +1147,9 @@ do_uninstall() {
   version=$(state_get config_version)
   CHANGED=0
   case "$version" in
-    2) uninstall_v2 "$cfg" ;;
+    2)
+      uninstall_v2 "$cfg"
+      uninstall_handler_line "$cfg" ;;
     3) uninstall_v3 "$cfg" ;;
   esac
   if [ "$CHANGED" = 1 ]; then restart_containerd; fi
@@ -504,7 +1165,7 @@ do_uninstall() {
   fi
   conf=$(host /etc/specshim/config.toml)
   if [ "$(state_get config_installed)" = 1 ] && [ -f "$conf" ]; then
-    if cmp -s "$conf" "$SOURCE_ROOT/etc/specshim/config.toml"; then
+    if render_config "$(state_get config_chain_path)" | cmp -s - "$conf"; then
       rm -f "$conf"
       rmdir "$(dirname "$conf")" 2>/dev/null || true
       log "removed /etc/specshim/config.toml"

@@ -8,9 +8,16 @@ the installer needs. Version 2 (containerd 1.x) results are loaded by the real
 containerd (`containerd config dump`), which must keep the node's other CRI
 settings: an `imports` drop-in would not.
 
+The default-handler install (`--handler runc`, HandlerTest) is loaded by the
+system's containerd 1.6 and by the containerd 1.7 and 2.x that
+scripts/fetch-containerd.sh unpacks (SPECSHIM_CONTAINERD_1_7_DIR and
+SPECSHIM_CONTAINERD_2_DIR override where); without them those tests fail.
+
 usage: installer_test.py <source-dir> <build-dir> [unittest args]
 """
+import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -48,6 +55,74 @@ V3_CONFIG = """version = 3
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
 """
+
+
+# An NVIDIA Container Toolkit node on containerd 1.x: NCT is the BinaryName of
+# the default handler runc, beside the handler's other options.
+NCT_V2_CONFIG = """version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.9"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      privileged_without_host_devices = true
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "/usr/bin/nvidia-container-runtime"   # nvidia-ctk runtime configure
+        Root = "/run/containerd/runc-nvidia"
+        SystemdCgroup = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/containerd/certs.d"
+"""
+
+# Seed 002, an ACK GPU node (Kubernetes 1.36, containerd 2.x): the default
+# handler runc runs NCT by its bare name, with no RuntimeClass.
+ACK_V3_CONFIG = """version = 3
+root = "/var/lib/containerd"
+state = "/run/containerd"
+
+[plugins]
+  [plugins."io.containerd.cri.v1.images"]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      sandbox = "registry-cn-hangzhou-vpc.ack.aliyuncs.com/acs/pause:3.10"
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = "/etc/containerd/cert.d"
+  [plugins."io.containerd.cri.v1.runtime"]
+    enable_cdi = true
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dir = "/opt/cni/bin"
+      conf_dir = "/etc/cni/net.d"
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes]
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+          runtime_type = "io.containerd.runc.v2"
+          pod_annotations = ["io.kubernetes.cri.rdt-class"]
+          [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+            BinaryName = "nvidia-container-runtime"
+            Root = "/run/containerd/runc"
+            SystemdCgroup = true
+"""
+
+CONTAINERD_ENV = {"1.7": "SPECSHIM_CONTAINERD_1_7_DIR", "2": "SPECSHIM_CONTAINERD_2_DIR"}
+
+
+def containerd_binary(tier):
+    """The containerd of a tier: the system's 1.6, or the 1.7 and 2.x that
+    scripts/fetch-containerd.sh unpacks. A missing one fails the test."""
+    if tier == "1.6":
+        return "/usr/bin/containerd"
+    env = CONTAINERD_ENV[tier]
+    bin_dir = os.environ.get(env) or f"/var/cache/specshim-test/containerd-{tier}/usr/bin"
+    binary = os.path.join(bin_dir, "containerd")
+    if not os.access(binary, os.X_OK):
+        raise AssertionError(f"containerd {tier} is not at {binary}: run scripts/install-deps.sh "
+                             f"(it runs scripts/fetch-containerd.sh), or set {env} to a directory "
+                             f"holding containerd, ctr and containerd-shim-runc-v2")
+    return binary
 
 
 def stage_package():
@@ -114,12 +189,22 @@ class Node:
                 out.append(os.path.relpath(os.path.join(dirpath, f), self.root))
         return sorted(out)
 
-    def dump(self, cfg="/etc/containerd/config.toml"):
-        """The merged configuration as containerd 1.6 itself reads it."""
-        r = subprocess.run(["containerd", "--config", self.path(cfg), "config", "dump"],
+    def dump(self, cfg="/etc/containerd/config.toml", tier="1.6"):
+        """The merged configuration as containerd of that tier itself reads it.
+        Imports of node paths under /etc/containerd are read from the node root."""
+        path = self.path(cfg)
+        with open(path) as f:
+            text = f.read()
+        nodeified = re.sub(r"^imports *=.*$", lambda m: m.group(0).replace('"/etc/containerd/', f'"{self.root}/etc/containerd/'),
+                           text, count=1, flags=re.M)
+        if nodeified != text:
+            path = os.path.join(os.path.dirname(self.root), "dump-" + os.path.basename(cfg))
+            with open(path, "w") as f:
+                f.write(nodeified)
+        r = subprocess.run([containerd_binary(tier), "--config", path, "config", "dump"],
                            capture_output=True, text=True)
         if r.returncode != 0:
-            raise AssertionError(f"containerd rejected the config:\n{r.stderr}")
+            raise AssertionError(f"containerd {tier} rejected the config:\n{r.stderr}")
         return tomllib.loads(r.stdout)
 
 
@@ -127,13 +212,35 @@ def cri_v2(dump):
     return dump["plugins"]["io.containerd.grpc.v1.cri"]
 
 
-class InstallerTest(unittest.TestCase):
+def cri_runtime(dump):
+    """The CRI runtime settings of a dump: 1.x's CRI table, 2.x's cri.v1.runtime
+    (a version 2 file is migrated in memory)."""
+    plugins = dump["plugins"]
+    return plugins.get("io.containerd.cri.v1.runtime") or plugins["io.containerd.grpc.v1.cri"]
+
+
+def cni_bin_dirs(cri):
+    """2.1 migrates a version 2 `bin_dir` to `bin_dirs`."""
+    return cri["cni"].get("bin_dirs") or [cri["cni"]["bin_dir"]]
+
+
+def sandbox_image(dump):
+    plugins = dump["plugins"]
+    if "io.containerd.cri.v1.images" in plugins:
+        return plugins["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"]
+    return plugins["io.containerd.grpc.v1.cri"]["sandbox_image"]
+
+
+class NodeCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="specshim-installer-")
         self.node = Node(self.tmp)
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class InstallerTest(NodeCase):
 
     # ---- containerd 1.x (config version 2) ----------------------------------
 
@@ -411,6 +518,491 @@ class InstallerTest(unittest.TestCase):
         r = n.run(env={"SPECSHIM_RESTART_CMD": "false"}, check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("restart command failed", r.stderr)
+
+
+class HandlerTest(NodeCase):
+    """--handler runc: specshim becomes the BinaryName of the node's existing
+    handler; each result is loaded by the real containerd 1.6, 1.7 and 2.x."""
+
+    SPECSHIM = "/usr/local/bin/specshim"
+    NCT = "/usr/bin/nvidia-container-runtime"
+
+    def handler_in(self, dump, name="runc"):
+        return cri_runtime(dump)["containerd"]["runtimes"][name]
+
+    def assert_v2_loads(self, check, cfg="/etc/containerd/config.toml"):
+        """A version 2 result as containerd 1.6, 1.7 and 2.x (migrating it) read it."""
+        for tier in ("1.6", "1.7", "2"):
+            with self.subTest(containerd=tier):
+                check(self.node.dump(cfg, tier))
+
+    def assert_untouched(self, before, restarts=0):
+        """A refused run leaves every file as it was and containerd alone."""
+        n = self.node
+        self.assertEqual({f: read(n.path("/" + f)) for f in n.files()}, before)
+        self.assertEqual(n.restarts(), restarts)
+
+    def snapshot(self):
+        n = self.node
+        return {f: read(n.path("/" + f)) for f in n.files()}
+
+    def doctor_config(self, path):
+        """What specshim's own (strict) config loader says of a config file."""
+        r = subprocess.run([os.path.join(STAGE, "usr/bin/specshim"), "doctor", "--config", path, "--json"],
+                           capture_output=True, text=True)
+        [config] = [c for c in json.loads(r.stdout)["checks"] if c["name"] == "config"]
+        return config
+
+    # ---- containerd 1.x (config version 2): the root file edited in place ----
+
+    def test_v2_wrapper_binaryname_is_replaced_other_options_kept_uninstall_restores_bytes(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        r = n.run("--handler", "runc")
+        self.assertIn(f'BinaryName "{self.NCT}" replaced by {self.SPECSHIM}', r.stdout)
+        self.assertIn("no longer runs", r.stdout)
+        self.assertEqual(n.restarts(), 1)
+        [backup] = n.backups()
+        self.assertEqual(read(os.path.join(os.path.dirname(cfg), backup)), NCT_V2_CONFIG.encode())
+        self.assertFalse(os.path.exists(n.path("/etc/containerd/conf.d")), "a version 2 root gets no drop-in")
+        self.assertEqual(read(n.path("/etc/specshim/config.toml")), read(os.path.join(SOURCE_DIR, "packaging", "specshim.toml")),
+                         "without --chain the shipped config, as it is")
+        text = read(cfg).decode()
+        self.assertEqual(text.count("\n"), NCT_V2_CONFIG.count("\n"), "one line rewritten, none added")
+        self.assertIn(f'BinaryName = "{self.SPECSHIM}"  # install-on-host.sh --handler: was "{self.NCT}"', text)
+
+        def check(dump):
+            cri = cri_runtime(dump)
+            runc = cri["containerd"]["runtimes"]["runc"]
+            self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+            self.assertIs(runc["options"]["SystemdCgroup"], True)
+            self.assertEqual(runc["options"]["Root"], "/run/containerd/runc-nvidia")
+            self.assertEqual(runc["runtime_type"], "io.containerd.runc.v2")
+            self.assertIs(runc["privileged_without_host_devices"], True)
+            self.assertNotIn("specshim", cri["containerd"]["runtimes"])
+            self.assertEqual(cri["containerd"]["default_runtime_name"], "runc")
+            self.assertEqual(cri["cni"]["conf_dir"], "/etc/cni/net.d")
+            self.assertEqual(sandbox_image(dump), "registry.k8s.io/pause:3.9")
+        self.assert_v2_loads(check)
+
+        installed = read(cfg)
+        r = n.run("--handler", "runc")  # idempotent
+        self.assertIn("no restart", r.stdout)
+        self.assertEqual(read(cfg), installed)
+        self.assertEqual(n.restarts(), 1)
+        self.assertEqual(len(n.backups()), 1)
+
+        r = n.run("--uninstall")
+        self.assertIn(f'restored BinaryName "{self.NCT}"', r.stdout)
+        self.assertEqual(read(cfg), NCT_V2_CONFIG.encode())
+        self.assertEqual(n.restarts(), 2)
+        self.assertFalse(os.path.exists(n.path("/usr/local/bin/specshim")))
+        self.assertFalse(os.path.exists(n.path("/etc/specshim")))
+        self.assertFalse(os.path.exists(n.path("/var/lib/specshim")))
+
+    def test_v2_chain_keeps_the_wrapper_as_specshims_runtime_path(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        r = n.run("--handler", "runc", "--chain")
+        self.assertIn(f"which runs {self.NCT} in place of runc (--chain)", r.stdout)
+        conf = n.path("/etc/specshim/config.toml")
+        self.assertEqual(tomllib.loads(read(conf).decode())["runtime"]["path"], self.NCT)
+        self.assertTrue(self.doctor_config(conf)["findings"][0]["text"].endswith(": valid"))
+        self.assert_v2_loads(lambda d: self.assertEqual(self.handler_in(d)["options"]["BinaryName"], self.SPECSHIM))
+        n.run("--handler", "runc", "--chain")
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), NCT_V2_CONFIG.encode())
+        self.assertFalse(os.path.exists(conf), "the config it rendered, unchanged, goes with the uninstall")
+
+    def test_v2_without_a_runc_table_appends_one_with_runtime_type(self):
+        """Debian's default config relies on containerd's built-in runc."""
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, DEBIAN_CONFIG)
+        r = n.run("--handler", "runc", "--chain")
+        self.assertIn("nothing to chain", r.stdout)
+        self.assertIn("it had no BinaryName of its own", r.stdout)
+        self.assertNotIn("path =", read(n.path("/etc/specshim/config.toml")).decode().split("[log]")[0].replace("# path", ""))
+
+        def check(dump):
+            cri = cri_runtime(dump)
+            runc = cri["containerd"]["runtimes"]["runc"]
+            self.assertEqual(runc["runtime_type"], "io.containerd.runc.v2")
+            self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+            self.assertEqual(cri["containerd"]["default_runtime_name"], "runc")
+            self.assertEqual(cni_bin_dirs(cri), ["/usr/lib/cni"])
+        self.assert_v2_loads(check)
+        installed = read(cfg)
+        n.run("--handler", "runc")
+        self.assertEqual(read(cfg), installed)
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), DEBIAN_CONFIG.encode())
+
+    def test_v2_options_table_without_binaryname_gets_one_line(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, SYSTEMD_CONFIG)
+        n.run("--handler", "runc")
+        self.assertEqual(read(cfg).decode().count("\n"), SYSTEMD_CONFIG.count("\n") + 1)
+
+        def check(dump):
+            runc = self.handler_in(dump)
+            self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+            self.assertIs(runc["options"]["SystemdCgroup"], True)
+            self.assertEqual(sandbox_image(dump), "registry.k8s.io/pause:3.9")
+        self.assert_v2_loads(check)
+        n.run("--handler", "runc")
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), SYSTEMD_CONFIG.encode())
+
+    def test_v2_handler_table_without_options_gets_an_options_block(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        original = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+                    '  runtime_type = "io.containerd.runc.v2"\n  pod_annotations = ["example.com/*"]\n'
+                    '[plugins."io.containerd.grpc.v1.cri".cni]\n  conf_dir = "/etc/cni/net.d"')  # no final newline
+        write(cfg, original)
+        n.run("--handler", "runc")
+
+        def check(dump):
+            runc = self.handler_in(dump)
+            self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+            self.assertEqual(runc["pod_annotations"], ["example.com/*"])
+            self.assertEqual(cri_runtime(dump)["cni"]["conf_dir"], "/etc/cni/net.d")
+        self.assert_v2_loads(check)
+        n.run("--handler", "runc")
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), original.encode())
+
+    def test_v2_any_existing_handler_name(self):
+        """--handler nvidia: the handler NCT's installer adds, made the default."""
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        original = NCT_V2_CONFIG.replace('default_runtime_name = "runc"', 'default_runtime_name = "nvidia"') + (
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia"]\n'
+            "  runtime_type = 'io.containerd.runc.v2'\n"
+            "  [plugins.'io.containerd.grpc.v1.cri'.containerd.runtimes.nvidia.options]\n"
+            "    BinaryName = '/usr/bin/nvidia-container-runtime'\n"
+            "    SystemdCgroup = true\n")
+        write(cfg, original)
+        n.run("--handler", "nvidia")
+
+        def check(dump):
+            runtimes = cri_runtime(dump)["containerd"]["runtimes"]
+            self.assertEqual(runtimes["nvidia"]["options"]["BinaryName"], self.SPECSHIM)
+            self.assertIs(runtimes["nvidia"]["options"]["SystemdCgroup"], True)
+            self.assertEqual(runtimes["runc"]["options"]["BinaryName"], self.NCT, "only the named handler changes")
+        self.assert_v2_loads(check)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), original.encode())
+
+    def test_v2_without_config_file_as_the_e2e_test_runs_it(self):
+        n = self.node
+        n.run("--handler", "runc", "--config-version", "2", "--no-restart")
+        self.assertEqual(n.restarts(), 0)
+        self.assert_v2_loads(lambda d: self.assertEqual(self.handler_in(d)["options"]["BinaryName"], self.SPECSHIM))
+        self.assertEqual(self.handler_in(n.dump())["runtime_type"], "io.containerd.runc.v2")
+        n.run("--uninstall", "--no-restart")
+        self.assertEqual(n.files(), [])
+
+    def test_v2_crlf_and_no_final_newline_are_restored_exactly(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        for original in (NCT_V2_CONFIG.replace("\n", "\r\n"),
+                         NCT_V2_CONFIG.split("  [plugins.\"io.containerd.grpc.v1.cri\".registry]")[0].rstrip("\n"),
+                         SYSTEMD_CONFIG.split("      SystemdCgroup")[0].rstrip("\n")):
+            with self.subTest(original=original[-40:]):
+                write(cfg, original)
+                n.run("--handler", "runc")
+                self.assertEqual(self.handler_in(n.dump())["options"]["BinaryName"], self.SPECSHIM)
+                if "\r" in original:
+                    self.assertNotIn(b"\n", read(cfg).replace(b"\r\n", b""), "CRLF throughout")
+                n.run("--handler", "runc")
+                n.run("--uninstall")
+                self.assertEqual(read(cfg), original.encode())
+
+    def test_v2_new_binary_path_rewrites_the_line_and_uninstall_still_restores(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        n.run("--handler", "runc")
+        n.run("--handler", "runc", "--binary-path", "/opt/specshim/bin/specshim")
+        self.assertEqual(n.restarts(), 2)
+        self.assertEqual(self.handler_in(n.dump())["options"]["BinaryName"], "/opt/specshim/bin/specshim")
+        self.assertIn(f'was "{self.NCT}"', read(cfg).decode())
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), NCT_V2_CONFIG.encode())
+
+    def test_v2_uninstall_keeps_later_admin_edits(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        n.run("--handler", "runc")
+        edited = read(cfg).decode().replace('sandbox_image = "registry.k8s.io/pause:3.9"',
+                                            'sandbox_image = "registry.k8s.io/pause:3.10"')
+        edited += '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\n  runtime_type = "io.containerd.runsc.v1"\n'
+        write(cfg, edited)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg).decode(), NCT_V2_CONFIG.replace("pause:3.9", "pause:3.10") +
+                         '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\n  runtime_type = "io.containerd.runsc.v1"\n')
+
+    def test_v2_binaryname_changed_since_is_kept_and_reinstall_refused(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        n.run("--handler", "runc")
+        changed = re.sub(r'BinaryName = .*', 'BinaryName = "/usr/local/bin/other-wrapper"', read(cfg).decode())
+        write(cfg, changed)
+        before = self.snapshot()
+        r = n.run("--handler", "runc", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("it was changed since", r.stderr)
+        self.assertIn("--uninstall", r.stderr)
+        self.assert_untouched(before, restarts=1)
+        r = n.run("--uninstall")
+        self.assertIn("keeping the BinaryName of the handler `runc`", r.stdout)
+        self.assertIn(f'it was "{self.NCT}"', r.stdout)
+        self.assertEqual(read(cfg).decode(), changed)
+
+    def test_v2_binaryname_already_specshim_is_left_alone(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        original = NCT_V2_CONFIG.replace(self.NCT, self.SPECSHIM)
+        write(cfg, original)
+        r = n.run("--handler", "runc")
+        self.assertIn("not set by install-on-host.sh", r.stdout)
+        self.assertEqual(n.restarts(), 0)
+        self.assertEqual(n.backups(), [])
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), original.encode())
+
+    # ---- containerd 2.x (config version 3): a drop-in of BinaryName alone ----
+
+    def test_v3_seed_002_ack_node(self):
+        """ACK: NCT, by its bare name, is the default handler's BinaryName."""
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, ACK_V3_CONFIG)
+        r = n.run(env={"SPECSHIM_HANDLER": "runc"})
+        self.assertIn('BinaryName "nvidia-container-runtime" replaced by', r.stdout)
+        self.assertEqual(n.restarts(), 1)
+        self.assertEqual(read(cfg).decode(), 'imports = ["/etc/containerd/conf.d/specshim.toml"]\n' + ACK_V3_CONFIG,
+                         "the root gains its imports line, nothing else")
+        dropin = tomllib.loads(read(n.path("/etc/containerd/conf.d/specshim.toml")).decode())
+        self.assertEqual(dropin["version"], 3, "the drop-in has the root's version")
+        self.assertEqual(dropin["plugins"], {"io.containerd.cri.v1.runtime": {"containerd": {"runtimes": {
+            "runc": {"options": {"BinaryName": self.SPECSHIM}}}}}}, "BinaryName and nothing else")
+
+        dump = n.dump(tier="2")
+        runc = self.handler_in(dump)
+        self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM, "the drop-in wins over the root")
+        self.assertEqual(runc["options"]["Root"], "/run/containerd/runc")
+        self.assertIs(runc["options"]["SystemdCgroup"], True)
+        self.assertEqual(runc["runtime_type"], "io.containerd.runc.v2")
+        self.assertEqual(runc["pod_annotations"], ["io.kubernetes.cri.rdt-class"])
+        cri = cri_runtime(dump)
+        self.assertNotIn("specshim", cri["containerd"]["runtimes"])
+        self.assertIs(cri["enable_cdi"], True)
+        self.assertEqual(cri["cni"]["bin_dir"], "/opt/cni/bin")
+        self.assertEqual(sandbox_image(dump), "registry-cn-hangzhou-vpc.ack.aliyuncs.com/acs/pause:3.10")
+        self.assertEqual(dump["plugins"]["io.containerd.cri.v1.images"]["registry"]["config_path"], "/etc/containerd/cert.d")
+
+        installed = self.snapshot()
+        n.run("--handler", "runc")
+        self.assertEqual(self.snapshot(), installed)
+        self.assertEqual(n.restarts(), 1)
+
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), ACK_V3_CONFIG.encode())
+        self.assertFalse(os.path.exists(n.path("/etc/containerd/conf.d")))
+        self.assertEqual(n.restarts(), 2)
+        self.assertEqual(self.handler_in(n.dump(tier="2"))["options"]["BinaryName"], "nvidia-container-runtime")
+
+    def test_v3_chain_finds_a_bare_binaryname_on_containerds_path(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, ACK_V3_CONFIG)
+        before = self.snapshot()
+        r = n.run("--handler", "runc", env={"SPECSHIM_CHAIN": "1"}, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("`nvidia-container-runtime` (the handler's BinaryName) is in none of containerd's PATH", r.stderr)
+        self.assert_untouched(before)
+
+        write(n.path(self.NCT), "#!/bin/sh\n", 0o755)  # NCT, as ACK installs it
+        r = n.run("--handler", "runc", env={"SPECSHIM_CHAIN": "1"})
+        self.assertIn(f"which runs {self.NCT} in place of runc", r.stdout)
+        conf = n.path("/etc/specshim/config.toml")
+        self.assertEqual(tomllib.loads(read(conf).decode())["runtime"]["path"], self.NCT)
+        self.assertTrue(self.doctor_config(conf)["findings"][0]["text"].endswith(": valid"))
+        self.assertEqual(self.handler_in(n.dump(tier="2"))["options"]["BinaryName"], self.SPECSHIM)
+        n.run("--handler", "runc", "--chain")
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), ACK_V3_CONFIG.encode())
+        self.assertFalse(os.path.exists(conf))
+
+    def test_v3_without_a_runc_table_the_dropin_states_runtime_type(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, V3_CONFIG)
+        n.run("--handler", "runc")
+        dropin = tomllib.loads(read(n.path("/etc/containerd/conf.d/specshim.toml")).decode())
+        runc = dropin["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["runc"]
+        self.assertEqual(runc, {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": self.SPECSHIM}})
+        dump = n.dump(tier="2")
+        self.assertEqual(self.handler_in(dump)["options"]["BinaryName"], self.SPECSHIM)
+        self.assertEqual(dump["plugins"]["io.containerd.cri.v1.images"]["snapshotter"], "overlayfs")
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), V3_CONFIG.encode())
+
+    def test_v3_existing_imports_are_kept_and_merged(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        original = 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n' + ACK_V3_CONFIG.split("\n", 1)[1]
+        write(cfg, original)
+        site = ('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n'
+                '  privileged_without_host_devices = true\n')
+        write(n.path("/etc/containerd/conf.d/10-site.toml"), site)
+        n.run("--handler", "runc")
+        self.assertEqual(read(cfg), original.encode(), "the glob already imports the drop-in")
+        runc = self.handler_in(n.dump(tier="2"))
+        self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+        self.assertIs(runc["privileged_without_host_devices"], True)
+        self.assertIs(runc["options"]["SystemdCgroup"], True)
+        n.run("--uninstall")
+        self.assertEqual(n.files(), ["etc/containerd/conf.d/10-site.toml", "etc/containerd/config.toml"])
+
+    # ---- --chain and an existing /etc/specshim/config.toml ------------------
+
+    def test_chain_never_overwrites_an_existing_config_it_says_what_to_set(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, NCT_V2_CONFIG)
+        conf = n.path("/etc/specshim/config.toml")
+        write(conf, '[log]\nlevel = "debug"\n')
+        before = self.snapshot()
+        r = n.run("--handler", "runc", "--chain", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("never overwrites it", r.stderr)
+        self.assertIn(f'set path = "{self.NCT}" in its [runtime] table', r.stderr)
+        self.assert_untouched(before)
+
+        write(conf, f'[runtime]\npath = "{self.NCT}"\n\n[log]\nlevel = "debug"\n')
+        r = n.run("--handler", "runc", "--chain")
+        self.assertIn("runs /usr/bin/nvidia-container-runtime after specshim already", r.stdout)
+        n.run("--uninstall")
+        self.assertEqual(read(cfg), NCT_V2_CONFIG.encode())
+        self.assertTrue(os.path.exists(conf), "the node's own config stays")
+
+    # ---- switching between the two kinds of install ---------------------------
+
+    def test_switching_handler_kind_is_refused_until_uninstall(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        for version, original in ((2, NCT_V2_CONFIG), (3, ACK_V3_CONFIG)):
+            for first, second in ((["--handler", "specshim"], ["--handler", "runc"]), ([], ["--handler", "runc"]),
+                                  (["--handler", "runc"], [])):
+                with self.subTest(version=version, first=first, second=second):
+                    write(cfg, original)
+                    restarts = n.restarts()
+                    n.run(*first)
+                    before = self.snapshot()
+                    r = n.run(*second, check=False)
+                    self.assertNotEqual(r.returncode, 0)
+                    self.assertIn("Switch in two steps: install-on-host.sh --uninstall", r.stderr)
+                    self.assert_untouched(before, restarts=restarts + 1)
+                    n.run("--uninstall")
+                    n.run(*second)
+                    self.assertEqual(self.handler_in(n.dump(tier="2"), "specshim" if not second else "runc")
+                                     ["options"]["BinaryName"], self.SPECSHIM)
+                    n.run("--uninstall")
+                    self.assertEqual(read(cfg), original.encode())
+
+    def test_handler_mode_refuses_specshims_handler_installed_without_state(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        for original in (NCT_V2_CONFIG, ACK_V3_CONFIG):
+            with self.subTest(version=original[:11]):
+                write(cfg, original)
+                n.run()
+                os.remove(n.path("/var/lib/specshim/install-state"))
+                before = self.snapshot()
+                r = n.run("--handler", "runc", check=False)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn("run install-on-host.sh --uninstall first", r.stderr)
+                self.assert_untouched(before, restarts=n.restarts())
+                shutil.rmtree(n.root)
+                os.makedirs(n.root)
+
+    # ---- what --handler refuses, touching nothing -----------------------------
+
+    def test_refusals_name_the_file_and_what_to_do(self):
+        n = self.node
+        runtimes2 = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n'
+        cases = [
+            ("inline table", DEBIAN_CONFIG + runtimes2 + '  runc = { runtime_type = "io.containerd.runc.v2" }\n',
+             [], "/etc/containerd/config.toml line 11: `  runc = { runtime_type", "with an inline table"),
+            ("inline options", SYSTEMD_CONFIG.split("    [plugins")[0] + '    options = { SystemdCgroup = true }\n',
+             [], "line 6", "with an inline table"),
+            ("dotted keys", DEBIAN_CONFIG + '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+             '  options.BinaryName = "/usr/bin/runc"\n', [], "line 11", "with dotted keys"),
+            ("dotted keys v3", V3_CONFIG + '[plugins."io.containerd.cri.v1.runtime".containerd]\n'
+             '  runtimes.runc.options.SystemdCgroup = true\n', [], "line 6", "with dotted keys"),
+            ("dotted from the top", 'version = 3\nplugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.runtime_type = "x"\n',
+             [], "line 2", "with dotted keys"),
+            ("no such handler", DEBIAN_CONFIG, ["--handler", "nvidia"], "defines no handler `nvidia`", "leave --handler out"),
+            ("not a runc shim", DEBIAN_CONFIG + '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\n'
+             '  runtime_type = "io.containerd.runsc.v1"\n', ["--handler", "gvisor"], 'runtime_type "io.containerd.runsc.v1"',
+             "io.containerd.runc.v2 only"),
+            ("escaped BinaryName", NCT_V2_CONFIG.replace(f'"{self.NCT}"', '"/usr/bin/nvidia\\u002dcontainer-runtime"'),
+             [], "cannot read BinaryName", "without escapes"),
+            ("v3 import sets BinaryName", ACK_V3_CONFIG.replace("version = 3\n", 'version = 3\nimports = ["site.toml"]\n'),
+             [], "/etc/containerd/site.toml (imported by /etc/containerd/config.toml) line 3 sets the BinaryName",
+             "Move that setting into /etc/containerd/config.toml"),
+            ("v2 import sets CRI", DEBIAN_CONFIG.replace("version = 2\n", 'version = 2\nimports = ["/etc/containerd/site.toml"]\n'),
+             [], "replaces the root's whole CRI table", "by hand"),
+        ]
+        for name, config, args, where, what in cases:
+            with self.subTest(name):
+                shutil.rmtree(n.root)
+                write(n.path("/etc/containerd/config.toml"), config)
+                if "import" in name:
+                    write(n.path("/etc/containerd/site.toml"), '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n'
+                          '  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]\n'
+                          '    BinaryName = "/usr/bin/other"\n' if "v3" in name else
+                          '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n')
+                before = self.snapshot()
+                r = n.run(*(args or ["--handler", "runc"]), check=False)
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn(where, r.stderr)
+                self.assertIn(what, r.stderr)
+                self.assert_untouched(before)
+
+    def test_handler_name_and_chain_arguments_are_checked(self):
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), NCT_V2_CONFIG)
+        for args, message in ((["--handler", "ru nc"], "TOML bare key"), (["--handler", "a.b"], "TOML bare key"),
+                              (["--handler", '"runc"'], "TOML bare key"), (["--handler", ""], "--handler"),
+                              (["--chain"], "--chain goes with --handler"),
+                              (["--handler", "runc"], "SPECSHIM_CHAIN is 0 or 1")):
+            with self.subTest(args=args):
+                r = n.run(*args, env={"SPECSHIM_CHAIN": "yes"} if "SPECSHIM_CHAIN" in message else None, check=False)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(message, r.stderr)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"])
+
+    def test_containerd_binaries_are_there(self):
+        """The 1.7 and 2.x tiers must be present: a missing one is a failure, not a skip."""
+        for tier in ("1.6", "1.7", "2"):
+            with self.subTest(tier=tier):
+                r = subprocess.run([containerd_binary(tier), "--version"], capture_output=True, text=True)
+                self.assertIn("containerd", r.stdout)
 
 
 if __name__ == "__main__":
