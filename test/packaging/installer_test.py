@@ -663,7 +663,9 @@ class HandlerTest(NodeCase):
     def test_v2_handler_table_without_options_gets_an_options_block(self):
         n = self.node
         cfg = n.path("/etc/containerd/config.toml")
-        original = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+        original = ('version = 2\ndisabled_plugins = ["io.containerd.snapshotter.v1.aufs",\n'
+                    '  "io.containerd.snapshotter.v1.zfs"]  # [not.a.table]\n'
+                    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
                     '  runtime_type = "io.containerd.runc.v2"\n  pod_annotations = ["example.com/*"]\n'
                     '[plugins."io.containerd.grpc.v1.cri".cni]\n  conf_dir = "/etc/cni/net.d"')  # no final newline
         write(cfg, original)
@@ -702,7 +704,7 @@ class HandlerTest(NodeCase):
         n.run("--uninstall")
         self.assertEqual(read(cfg), original.encode())
 
-    def test_v2_without_config_file_as_the_e2e_test_runs_it(self):
+    def test_without_config_file_as_the_e2e_test_runs_it(self):
         n = self.node
         n.run("--handler", "runc", "--config-version", "2", "--no-restart")
         self.assertEqual(n.restarts(), 0)
@@ -710,6 +712,16 @@ class HandlerTest(NodeCase):
         self.assertEqual(self.handler_in(n.dump())["runtime_type"], "io.containerd.runc.v2")
         n.run("--uninstall", "--no-restart")
         self.assertEqual(n.files(), [])
+
+        n.run("--handler", "runc", "--config-version", "3", "--no-restart")
+        self.assertEqual(tomllib.loads(read(n.path("/etc/containerd/config.toml")).decode()),
+                         {"version": 3, "imports": ["/etc/containerd/conf.d/specshim.toml"]})
+        runc = self.handler_in(n.dump(tier="2"))
+        self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+        self.assertEqual(runc["runtime_type"], "io.containerd.runc.v2")
+        n.run("--uninstall", "--no-restart")
+        self.assertEqual(n.files(), [])
+        self.assertEqual(n.restarts(), 0)
 
     def test_v2_crlf_and_no_final_newline_are_restored_exactly(self):
         n = self.node
