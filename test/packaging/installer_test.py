@@ -1009,6 +1009,23 @@ class HandlerTest(NodeCase):
                 self.assertIn(message, r.stderr)
         self.assertEqual(n.files(), ["etc/containerd/config.toml"])
 
+    def test_daemonset_handler_env_once_uncommented_is_what_the_installer_reads(self):
+        import yaml
+        with open(os.path.join(SOURCE_DIR, "packaging", "kubernetes", "daemonset.yaml")) as f:
+            text = f.read()
+        uncommented, entries = re.subn(r"^( +)# (- name: SPECSHIM_(?:HANDLER|CHAIN)\n)\1# ( +value: .*)$",
+                                       r"\1\2\1\3", text, flags=re.M)
+        self.assertEqual(entries, 2, "daemonset.yaml has SPECSHIM_HANDLER and SPECSHIM_CHAIN commented out")
+        [ds] = [d for d in yaml.safe_load_all(uncommented) if d and d["kind"] == "DaemonSet"]
+        [c] = ds["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in c["env"]}
+        self.assertEqual((env["SPECSHIM_HANDLER"], env["SPECSHIM_CHAIN"]), ("runc", "1"))
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), NCT_V2_CONFIG)
+        n.run(env={k: v for k, v in env.items() if k in ("SPECSHIM_HANDLER", "SPECSHIM_CHAIN")})
+        self.assertEqual(tomllib.loads(read(n.path("/etc/specshim/config.toml")).decode())["runtime"]["path"], self.NCT)
+        self.assertEqual(self.handler_in(n.dump())["options"]["BinaryName"], self.SPECSHIM)
+
     def test_containerd_binaries_are_there(self):
         """The 1.7 and 2.x tiers must be present: a missing one is a failure, not a skip."""
         for tier in ("1.6", "1.7", "2"):
