@@ -18,6 +18,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   VerbCli cli("Check this node for what specshim needs; exits 1 when something is wrong.", "specshim doctor");
   std::string config_file;
   std::string host_root = "/";
+  std::string containerd_config;
   bool json = false;
   bool verbose = false;
   cli.option("--config", config_file,
@@ -26,6 +27,9 @@ int doctor_main(const std::vector<std::string>& argv) {
   cli.option("--host-root", host_root, "read host files (containerd, CDI, kubelet, /proc) under this directory")
       .existing_directory()
       .show_default();
+  cli.option("--containerd-config", containerd_config,
+             "containerd's config file, whose imports are read too (default: /etc/containerd/config.toml under "
+             "--host-root)");
   cli.flag("--json", json, "print the report as JSON");
   cli.flag("-v,--verbose", verbose, "list what findings counted (device names and IDs; always in --json)");
   // 1 means "problems found"; a bad command line is 2, --help is 0.
@@ -49,7 +53,9 @@ int doctor_main(const std::vector<std::string>& argv) {
   checks.push_back(doctor::check_kernel(host));
   checks.push_back(doctor::check_capabilities(host, loaded));
   checks.push_back(doctor::check_hotplug(host));
-  checks.push_back(doctor::check_containerd(host, self.empty() ? "/proc/self/exe" : self));
+  checks.push_back(doctor::check_containerd(
+      host, loaded, self.empty() ? "/proc/self/exe" : self,
+      containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config)));
 
   if (json)
     std::cout << doctor::render_json(checks);

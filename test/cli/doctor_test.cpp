@@ -377,6 +377,174 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
   }
 }
 
+namespace {
+
+// fake_containerd puts a `containerd` that prints version_line for
+// --version into the fake host's /usr/bin.
+void fake_containerd(const FakeHost& h, const std::string& version_line) {
+  write_file(h.root / "usr/bin/containerd", "#!/bin/sh\necho '" + version_line + "'\n", 0755);
+}
+
+// v2_cri is a version 2 config with the specshim handler and cri_keys in
+// the CRI plugin's own table.
+std::string v2_cri(const std::string& cri_keys) {
+  return "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n" + cri_keys +
+         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.specshim]\n"
+         "  runtime_type = \"io.containerd.runc.v2\"\n"
+         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.specshim.options]\n"
+         "  BinaryName = \"/usr/local/bin/specshim\"\n";
+}
+
+// v3_cri is the same in a version 3 config (containerd 2.x).
+std::string v3_cri(const std::string& cri_keys, const std::string& top = "") {
+  return "version = 3\n" + top + "[plugins.\"io.containerd.cri.v1.runtime\"]\n" + cri_keys +
+         "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.specshim]\n"
+         "  runtime_type = \"io.containerd.runc.v2\"\n"
+         "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.specshim.options]\n"
+         "  BinaryName = \"/usr/local/bin/specshim\"\n";
+}
+
+const std::string kDiffers = "its cdi_spec_dirs are ";
+
+}  // namespace
+
+TEST_CASE("doctor: containerd 2.x's own CDI with spec dirs other than specshim's is a warning naming both") {
+  FakeHost h;
+  SECTION("a version 3 config without a containerd binary: 2.x assumed and CDI on by default") {
+    write_file(h.root / "etc/containerd/config.toml", v3_cri(""));
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "containerd version unknown"));
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "assuming 2.x, whose config version 3 is"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn",
+                                    "containerd's CRI CDI is on (the default of containerd 2.x (a version 3 config)) "
+                                    "and resolves CRI's CDI requests before specshim runs: its cdi_spec_dirs are "
+                                    "/etc/cdi, /var/run/cdi (the default), specshim's [cdi] spec-dirs are /opt/cdi; "
+                                    "a device whose spec is only in /opt/cdi fails the create in containerd "
+                                    "(\"CDI device injection failed: unresolvable CDI devices …\") and specshim never "
+                                    "sees it; a device whose spec is only in /etc/cdi, /var/run/cdi is injected by "
+                                    "containerd, and specshim's cdi fails the create"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "set both to the same list"));
+    REQUIRE(report["problems"] == 0);
+  }
+  SECTION("the same dirs are ok, /run and /var/run alike") {
+    fake_containerd(h,
+                    "containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376");
+    write_file(h.root / "etc/containerd/config.toml", v3_cri("cdi_spec_dirs = [\"/etc/cdi/\", \"/run/cdi\"]\n"));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "usr/bin/containerd: containerd 2.1.4"));
+    REQUIRE_THAT(report, HasFinding("containerd", "ok",
+                                    "containerd's CRI CDI is on (the default of containerd 2.1.4) and resolves CRI's "
+                                    "CDI requests before specshim runs, from the spec dirs specshim's [cdi] reads "
+                                    "(/etc/cdi/, /run/cdi)"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", kDiffers));
+  }
+  SECTION("a drop-in imported by a relative glob adds a dir, merged key by key") {
+    fake_containerd(h, "containerd github.com/containerd/containerd/v2 v2.3.4 0123456");
+    write_file(h.root / "etc/containerd/config.toml", v3_cri("enable_cdi = true\n", "imports = [\"conf.d/*.toml\"]\n"));
+    write_file(h.root / "etc/containerd/conf.d/50-cdi.toml",
+               "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\n"
+               "cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\", \"/opt/vendor/cdi\"]\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "containerd's CRI CDI is on (enable_cdi = true, "));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "etc/containerd/config.toml line 4)"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn",
+                                    "its cdi_spec_dirs are /etc/cdi, /var/run/cdi, /opt/vendor/cdi (cdi_spec_dirs, "));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "conf.d/50-cdi.toml line 3)"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn",
+                                    "a device whose spec is only in /opt/vendor/cdi is injected by containerd"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", "fails the create in containerd"));
+  }
+  SECTION("the same dirs in another order") {
+    fake_containerd(h, "containerd github.com/containerd/containerd/v2 v2.0.0 207ad71");
+    write_file(h.root / "etc/containerd/config.toml", v3_cri("cdi_spec_dirs = [\"/var/run/cdi\", \"/etc/cdi\"]\n"));
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "warn", "the same dirs in another order"));
+  }
+  SECTION("enable_cdi = false on 2.x: specshim alone, and CRI's CDIDevices go nowhere") {
+    fake_containerd(h, "containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7");
+    write_file(h.root / "etc/containerd/config.toml", v3_cri("enable_cdi = false\n"));
+    h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "containerd's CRI CDI is off (enable_cdi = false, "));
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "CRI's CDIDevices requests"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", kDiffers));
+  }
+  SECTION("specshim's cdi off: containerd alone") {
+    write_file(h.root / "etc/containerd/config.toml", v3_cri(""));
+    h.write_config("[cdi]\nenabled = false\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "specshim's cdi modifier is off: containerd alone injects"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", kDiffers));
+  }
+}
+
+TEST_CASE("doctor: containerd 1.7 injects CDI only with enable_cdi and 1.6 never") {
+  FakeHost h;
+  h.write_config("[cdi]\nspec-dirs = [\"/opt/cdi\"]\n");
+  SECTION("1.7 with enable_cdi = true and its own dirs") {
+    fake_containerd(h, "containerd github.com/containerd/containerd v1.7.13 7c3aca7a610df76212171d200ca3811ff6096eb8");
+    write_file(h.root / "etc/containerd/config.toml", v2_cri("enable_cdi = true\ncdi_spec_dirs = [\"/etc/cdi\"]\n"));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "containerd 1.7.13"));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "its cdi_spec_dirs are /etc/cdi (cdi_spec_dirs, "));
+    REQUIRE_THAT(report, HasFinding("containerd", "warn", "specshim's [cdi] spec-dirs are /opt/cdi"));
+  }
+  SECTION("1.7 without enable_cdi: off by default") {
+    fake_containerd(h, "containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da");
+    write_file(h.root / "etc/containerd/config.toml", v2_cri(""));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "containerd's CRI CDI is off (the default of containerd 1.7): specshim alone"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", kDiffers));
+  }
+  SECTION("1.6 (Debian's version string) has no CDI even with enable_cdi = true") {
+    fake_containerd(h, "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3");
+    write_file(h.root / "etc/containerd/config.toml", v2_cri("enable_cdi = true\n"));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "containerd 1.6.20~ds1 has no CDI (it came in 1.7): specshim alone injects"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "warn", kDiffers));
+  }
+  SECTION("an import replaces the whole CRI table on 1.x, and is merged key by key on 2.x") {
+    // The root turns CDI on with its own dirs; the drop-in only registers the handler.
+    write_file(h.root / "etc/containerd/config.toml",
+               "version = 2\nimports = [\"/etc/containerd/runtimes.toml\"]\n"
+               "[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
+    write_file(h.root / "etc/containerd/runtimes.toml",
+               FakeHost::containerd_config("specshim", "/usr/local/bin/specshim"));
+    fake_containerd(h, "containerd github.com/containerd/containerd v1.7.13 7c3aca7");
+    json v1 = h.report();
+    REQUIRE_THAT(v1, HasFinding("containerd", "ok", "runtimes.toml: runtime `specshim`"));
+    REQUIRE_THAT(v1, HasFinding("containerd", "info", "containerd's CRI CDI is off (the default of containerd 1.7)"));
+    fake_containerd(h, "containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7");
+    json v2 = h.report();
+    REQUIRE_THAT(v2, HasFinding("containerd", "warn", "its cdi_spec_dirs are /srv/cdi (cdi_spec_dirs, "));
+  }
+  SECTION("no containerd binary and a version 2 config: 1.7 assumed, said so") {
+    write_file(h.root / "etc/containerd/config.toml", v2_cri(""));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "assuming 1.7 for a version 2 config (1.6 has no CDI; 2.x also reads version 2 "
+                                    "configs, with CRI CDI on by default)"));
+    REQUIRE_THAT(report,
+                 HasFinding("containerd", "info", "containerd's CRI CDI is off (the default of containerd 1.7)"));
+  }
+}
+
+TEST_CASE("doctor --containerd-config reads another containerd config, and a missing import is a warning") {
+  FakeHost h;
+  fs::path k3s = h.tmp / "k3s/agent/etc/containerd/config.toml";
+  write_file(k3s, v3_cri("cdi_spec_dirs = [\"/var/lib/rancher/cdi\"]\n", "imports = [\"extra.toml\"]\n"));
+  auto r = h.doctor({"--json", "--containerd-config", k3s.string()});
+  INFO(r.out << r.err);
+  json report = json::parse(r.out);
+  REQUIRE_THAT(report, HasFinding("containerd", "ok", k3s.string() + ": runtime `specshim`"));
+  REQUIRE_THAT(report, HasFinding("containerd", "warn", "its cdi_spec_dirs are /var/lib/rancher/cdi"));
+  REQUIRE_THAT(report, HasFinding("containerd", "warn",
+                                  "imports `extra.toml`: " + (k3s.parent_path() / "extra.toml").string() +
+                                      " does not exist: containerd fails to start on a missing import"));
+}
+
 // The fake kubelet's answers are checked in test/component/doctor_kubelet_test.cpp.
 TEST_CASE("doctor: an absent kubelet is a problem only with the device-plugin modifier on") {
   FakeHost h;

@@ -75,7 +75,11 @@ Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
 Check check_hotplug(const Host& host);
-Check check_containerd(const Host& host, const std::filesystem::path& self_exe);
+// check_containerd reads containerd's config (config_file, then the files
+// it imports, as containerd does) for handlers running this binary and for
+// containerd's own CRI CDI injection against the cdi modifier's spec dirs.
+Check check_containerd(const Host& host, const Loaded& loaded, const std::filesystem::path& self_exe,
+                       const std::filesystem::path& config_file);
 
 // render_text and render_json print the report (render_text lists details
 // when verbose); problems() counts fails.
