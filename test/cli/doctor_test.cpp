@@ -366,6 +366,25 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
                    "conf.d/10-specshim.toml: runtime `specshim`: BinaryName `/usr/local/bin/specshim` is this binary"));
     REQUIRE_THAT(report, HasFinding("containerd", "fail", "runtime_type `io.containerd.runsc.v1` ignores BinaryName"));
   }
+  SECTION("the default-handler install: a drop-in sets only runc's BinaryName, the type is the root's") {
+    // install-on-host.sh --handler runc on a version 3 root; containerd 2.x
+    // merges the drop-in into the root's runc table key by key.
+    const std::string runc = "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc";
+    write_file(h.root / "etc/containerd/config.toml",
+               "version = 3\nimports = [\"/etc/containerd/conf.d/specshim.toml\"]\n" + runc +
+                   "]\n  runtime_type = \"io.containerd.runc.v2\"\n" + runc + ".options]\n  SystemdCgroup = true\n");
+    write_file(h.root / "etc/containerd/conf.d/specshim.toml",
+               "version = 3\n" + runc + ".options]\n  BinaryName = \"/usr/local/bin/specshim\"\n");
+    json report = h.report();
+    REQUIRE_THAT(report,
+                 HasFinding("containerd", "ok",
+                            "conf.d/specshim.toml: runtime `runc`: BinaryName `/usr/local/bin/specshim` is this binary"));
+    REQUIRE_THAT(report, !HasFinding("containerd", "fail", "runtime_type"));
+    // Without any runtime_type, runc is containerd's built-in handler (runc.v2).
+    write_file(h.root / "etc/containerd/config.toml",
+               "version = 3\nimports = [\"/etc/containerd/conf.d/specshim.toml\"]\n");
+    REQUIRE_THAT(h.report(), !HasFinding("containerd", "fail", "runtime_type"));
+  }
   SECTION("a relative BinaryName") {
     write_file(h.root / "etc/containerd/config.toml", FakeHost::containerd_config("specshim", "specshim"));
     REQUIRE_THAT(h.report(), HasFinding("containerd", "warn", "BinaryName `specshim` is relative"));

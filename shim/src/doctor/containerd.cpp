@@ -164,6 +164,13 @@ struct Scan {
   Check& check;
   int registered = 0;
   std::vector<File> files;
+  // Found is a runtime as one file defines it, judged once every file is read.
+  struct Found {
+    fs::path file;
+    bool loaded;
+    Runtime runtime;
+  };
+  std::vector<Found> found;
 
   void runtime(const fs::path& file, const Runtime& r) {
     std::string where = file.string() + ": runtime `" + r.name + "`";
@@ -224,7 +231,7 @@ struct Scan {
     try {
       auto doc = config::Document::load(path);
       auto root = doc.root();
-      for (const auto& r : runtimes(root)) runtime(path, r);
+      for (const auto& r : runtimes(root)) found.push_back({path, loaded, r});
       for (const auto& imp : root.strings("imports").value_or(std::vector<std::string>{})) {
         // Relative imports are relative to the importing file (containerd's resolveImports);
         // a glob may match nothing, a plain path must exist.
@@ -242,6 +249,22 @@ struct Scan {
     }
     files.push_back(std::move(f));
     return imports;
+  }
+
+  // judge_runtimes checks every runtime found. containerd 2.x merges the
+  // loaded files key by key, so a drop-in that sets only a handler's
+  // BinaryName (install-on-host.sh --handler) has the runtime_type of the
+  // root's table; runc without one anywhere is containerd's built-in
+  // handler, of type io.containerd.runc.v2.
+  void judge_runtimes() {
+    for (auto& f : found) {
+      Runtime r = f.runtime;
+      if (r.type.empty() && f.loaded)
+        for (const auto& other : found)
+          if (other.loaded && other.runtime.name == r.name && !other.runtime.type.empty()) r.type = other.runtime.type;
+      if (r.type.empty() && r.name == "runc") r.type = "io.containerd.runc.v2";
+      runtime(f.file, r);
+    }
   }
 
   // walk reads start and, breadth first as containerd does, the files it imports.
@@ -386,7 +409,7 @@ void check_cri_cdi(const Scan& scan, const Containerd& ctd, const Loaded& loaded
 
 Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& self_exe, const fs::path& config) {
   Check c("containerd");
-  Scan scan{host, self_exe, c, 0, {}};
+  Scan scan{host, self_exe, c, 0, {}, {}};
   std::error_code ec;
   if (fs::exists(config, ec))
     scan.walk({config}, true);
@@ -395,6 +418,7 @@ Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& s
   // conf.d next to the root file, imported or not: where installers put
   // handler drop-ins (containerd reads only what imports names).
   scan.walk(expand(config.parent_path() / "conf.d/*.toml"), false);
+  scan.judge_runtimes();
   if (scan.registered == 0) {
     std::vector<std::string> read;
     for (const auto& f : scan.files) read.push_back(f.path.string());
