@@ -18,17 +18,6 @@
 using namespace specshim::e2e;
 namespace fs = std::filesystem;
 
-#ifdef E2E_HAVE_PASSWD
-#define PASSWD_TAGS "[passwd]"
-#else
-#define PASSWD_TAGS "[.pending-passwd]"
-#endif
-#ifdef E2E_HAVE_CDI
-#define CDI_TAGS "[cdi]"
-#else
-#define CDI_TAGS "[.pending-cdi]"
-#endif
-
 namespace {
 
 constexpr std::int64_t kUid = 10001;

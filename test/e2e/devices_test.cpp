@@ -14,12 +14,6 @@ using namespace specshim::e2e;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-#ifdef E2E_HAVE_CDI
-#define CDI_TAGS "[cdi]"
-#else
-#define CDI_TAGS "[.pending-cdi]"
-#endif
-
 namespace {
 
 constexpr const char* kResource = "example.com/accel";
