@@ -173,9 +173,11 @@ IdSet unite(const IdSet& a, const IdSet& b) {
   return out;
 }
 
-Config read_table(config::Section& s) {
+Config read_table(config::Section& s, const KubeletKeys& kubelet) {
   Config c;
   c.enabled = s.boolean("enabled").value_or(false);
+  c.kubelet_root = kubelet.root;
+  c.budget = kubelet.budget;
   read_kubelet_keys(s, c.kubelet_root, c.budget);
   std::string on_error = s.string("on-error").value_or("fail");
   if (on_error != "fail" && on_error != "skip") s.fail("on-error", "must be \"fail\" or \"skip\"");
@@ -183,8 +185,8 @@ Config read_table(config::Section& s) {
   return c;
 }
 
-std::optional<Config> read_config(config::Section& s) {
-  Config c = read_table(s);
+std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet) {
+  Config c = read_table(s, kubelet);
   if (!c.enabled) return std::nullopt;
   return c;
 }
@@ -340,7 +342,7 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
 namespace specshim {
 
 std::unique_ptr<Modifier> make_cpuset(config::Section& s, Shared& shared) {
-  auto config = cpuset::read_config(s);
+  auto config = cpuset::read_config(s, shared.kubelet_keys);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
   auto session = shared.kubelet.session(config->kubelet_root, config->budget,

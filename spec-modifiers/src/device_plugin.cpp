@@ -540,7 +540,7 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
 namespace specshim {
 
 std::unique_ptr<Modifier> make_device_plugin(config::Section& s, Shared& shared) {
-  auto config = device_plugin::read_config(s);
+  auto config = device_plugin::read_config(s, shared.kubelet_keys);
   if (!config) return nullptr;
   kubelet::ClientOptions options{config->kubelet_root};
   auto session = shared.kubelet.session(config->kubelet_root, config->budget,

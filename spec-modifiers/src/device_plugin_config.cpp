@@ -106,9 +106,11 @@ bool Config::any(Provider p) const {
   return std::any_of(resources.begin(), resources.end(), [&](const Resource& r) { return r.has(p); });
 }
 
-Config read_table(config::Section& s) {
+Config read_table(config::Section& s, const KubeletKeys& kubelet) {
   Config c;
   c.enabled = s.boolean("enabled").value_or(false);
+  c.kubelet_root = kubelet.root;
+  c.budget = kubelet.budget;
   read_kubelet_keys(s, c.kubelet_root, c.budget);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
   if (s.kind("protect-env") == config::Kind::boolean) {
@@ -122,8 +124,8 @@ Config read_table(config::Section& s) {
   return c;
 }
 
-std::optional<Config> read_config(config::Section& s) {
-  Config c = read_table(s);
+std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet) {
+  Config c = read_table(s, kubelet);
   if (!c.enabled) return std::nullopt;
   return c;
 }

@@ -107,10 +107,12 @@ bool Entry::counts(std::string_view resource) const {
   });
 }
 
-std::vector<Entry> read_entries(config::Section& root) {
+std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubelet) {
   std::vector<Entry> entries;
   for (auto& t : root.tables("env-devices")) {
     Entry e;
+    e.kubelet_root = kubelet.root;
+    e.budget = kubelet.budget;
     auto env = t.string("env");
     if (!env || !env_name(*env)) t.fail("env", "needs the variable's name, such as \"NVIDIA_VISIBLE_DEVICES\"");
     e.env = *env;
@@ -353,8 +355,8 @@ struct EnvDevices::State {
 EnvDevices::EnvDevices(std::vector<Entry> entries, KubeletSessions& sessions) : state_(std::make_unique<State>()) {
   for (const auto& e : entries) {
     kubelet::ClientOptions options{e.kubelet_root};
-    state_->sessions.push_back(sessions.session(e.kubelet_root, std::chrono::milliseconds(2000),
-                                                [options] { return kubelet::make_helper_client(options); }));
+    state_->sessions.push_back(
+        sessions.session(e.kubelet_root, e.budget, [options] { return kubelet::make_helper_client(options); }));
   }
   state_->entries = std::move(entries);
 }
@@ -409,7 +411,7 @@ namespace specshim {
 
 std::unique_ptr<Modifier> make_env_devices(config::Section& s, Shared& shared) {
   if (!s.lists("env-devices", "variable")) return nullptr;
-  auto entries = env_devices::read_entries(s);
+  auto entries = env_devices::read_entries(s, shared.kubelet_keys);
   if (entries.empty()) return nullptr;
   for (const auto& e : entries)
     if (e.after == env_devices::After::void_value) shared.voided_env->insert(e.env);

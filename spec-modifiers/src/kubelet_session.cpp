@@ -51,13 +51,32 @@ std::shared_ptr<KubeletSession> KubeletSessions::session(const std::filesystem::
   return s;
 }
 
-void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget) {
-  if (auto root = s.string("kubelet-root")) {
-    if (root->empty() || (*root)[0] != '/' || contains_control(*root))
-      s.fail("kubelet-root", "must be an absolute path");
+namespace {
+
+void read_root(config::Section& s, std::string_view key, std::filesystem::path& kubelet_root) {
+  if (auto root = s.string(key)) {
+    if (root->empty() || (*root)[0] != '/' || contains_control(*root)) s.fail(key, "must be an absolute path");
     kubelet_root = *root;
   }
+}
+
+void read_budget(config::Section& s, std::chrono::milliseconds& budget) {
   if (auto ms = s.integer("budget-ms", 1, 600000)) budget = std::chrono::milliseconds(*ms);
+}
+
+}  // namespace
+
+KubeletKeys read_kubelet_table(config::Section& s) {
+  KubeletKeys k;
+  read_root(s, "root", k.root);
+  read_budget(s, k.budget);
+  s.finish();
+  return k;
+}
+
+void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget) {
+  read_root(s, "kubelet-root", kubelet_root);
+  read_budget(s, budget);
 }
 
 }  // namespace specshim

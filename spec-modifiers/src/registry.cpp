@@ -63,6 +63,8 @@ Chain build_chain(config::Section& root) {
 
   std::vector<std::unique_ptr<Modifier>> modifiers;
   Shared shared;  // each modifier keeps what it uses
+  config::Section kubelet = root.section("kubelet");
+  shared.kubelet_keys = read_kubelet_table(kubelet);
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view

@@ -592,6 +592,30 @@ TEST_CASE("doctor: a stale PodResources socket under the configured kubelet root
   REQUIRE_THAT(h.report(), HasFinding("kubelet", "fail", "srv/kubelet/pod-resources/kubelet.sock: Connection refused"));
 }
 
+TEST_CASE("doctor: [kubelet] root is where the kubelet check looks, and modifiers on different roots are a warning") {
+  FakeHost h;
+  Listener dead(h.root / "var/lib/k0s/kubelet/pod-resources/kubelet.sock");
+  dead.stale();
+  h.write_config(
+      "[kubelet]\nroot = \"/var/lib/k0s/kubelet\"\n[device-plugin]\nenabled = true\n[cpuset]\nenabled = true\n");
+  json inherited = h.report();
+  REQUIRE_THAT(inherited,
+               HasFinding("kubelet", "fail", "var/lib/k0s/kubelet/pod-resources/kubelet.sock: Connection refused"));
+  REQUIRE_THAT(inherited, !HasFinding("config", "warn", "different roots"));
+
+  // Only [device-plugin] moved: cpuset would still ask /var/lib/kubelet (the case [kubelet] is for).
+  h.write_config(
+      "[device-plugin]\nenabled = true\nkubelet-root = \"/var/lib/k0s/kubelet\"\n[cpuset]\nenabled = true\n"
+      "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
+                                      "the modifiers that ask the kubelet look for it in different roots "
+                                      "(device-plugin /var/lib/k0s/kubelet, cpuset /var/lib/kubelet, env-devices "
+                                      "`NVIDIA_VISIBLE_DEVICES` /var/lib/kubelet): a node has one kubelet; set "
+                                      "[kubelet] root once"));
+  h.write_config("[kubelet]\nroot = \"/srv/k\"\nbogus = 1\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "fail", "line 5: unknown key `kubelet.bogus`"));
+}
+
 TEST_CASE("doctor: kernel cgroup layouts") {
   FakeHost h;
   SECTION("cgroup v2 loads the BPF device filter (we are root)") {

@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "specshim/cpuset.h"
+#include "specshim/device_plugin.h"
+#include "specshim/env_devices.h"
 #include "specshim/error.h"
+#include "specshim/kubelet_session.h"
 #include "specshim/registry.h"
 #include "tempdir.h"
 #include "toml_prescan.h"
@@ -141,4 +145,108 @@ TEST_CASE("config the shipped example leaves toml++ a few hundred bytes to read"
   REQUIRE(pre.text.size() < 1024);
   auto root = shipped.root();
   REQUIRE_NOTHROW(build_chain(root));
+}
+
+namespace {
+
+// kK0s is a node whose kubelet is not at /var/lib/kubelet (k0s).
+constexpr const char* kK0s = "[kubelet]\nroot = \"/var/lib/k0s/kubelet\"\nbudget-ms = 700\n";
+
+const std::vector<env_devices::Entry>& env_entries(const Chain& chain) {
+  for (const auto& m : chain.modifiers())
+    if (auto* e = dynamic_cast<const env_devices::EnvDevices*>(m.get())) return e->entries();
+  FAIL("no env-devices modifier in the chain");
+  static const std::vector<env_devices::Entry> none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("config [kubelet] root and budget-ms are what device-plugin and cpuset start from") {
+  auto doc = config::Document::parse(std::string(kK0s) + "[device-plugin]\nenabled = true\n[cpuset]\nenabled = true\n",
+                                     "k.toml");
+  auto root = doc.root();
+  auto kubelet = root.section("kubelet");
+  KubeletKeys keys = read_kubelet_table(kubelet);
+  REQUIRE(keys.root == "/var/lib/k0s/kubelet");
+  REQUIRE(keys.budget == std::chrono::milliseconds(700));
+  auto dp_table = root.section("device-plugin");
+  auto dp = device_plugin::read_table(dp_table, keys);
+  REQUIRE(dp.kubelet_root == "/var/lib/k0s/kubelet");
+  REQUIRE(dp.budget == std::chrono::milliseconds(700));
+  auto cpuset_table = root.section("cpuset");
+  auto cs = cpuset::read_table(cpuset_table, keys);
+  REQUIRE(cs.kubelet_root == "/var/lib/k0s/kubelet");
+  REQUIRE(cs.budget == std::chrono::milliseconds(700));
+  REQUIRE_NOTHROW(build_chain(root));
+  REQUIRE_NOTHROW(root.finish());
+
+  // Without [kubelet]: the defaults.
+  auto plain = config::Document::parse("", "k.toml");
+  auto plain_root = plain.root();
+  auto none = plain_root.section("kubelet");
+  KubeletKeys defaults = read_kubelet_table(none);
+  REQUIRE(defaults.root == "/var/lib/kubelet");
+  REQUIRE(defaults.budget == std::chrono::milliseconds(2000));
+}
+
+TEST_CASE("config a table's own kubelet keys override [kubelet] for that table alone") {
+  auto doc = config::Document::parse(std::string(kK0s) +
+                                         "[device-plugin]\nbudget-ms = 300\n"
+                                         "[cpuset]\nkubelet-root = \"/var/snap/microk8s/common/var/lib/kubelet\"\n",
+                                     "k.toml");
+  auto root = doc.root();
+  auto kubelet = root.section("kubelet");
+  KubeletKeys keys = read_kubelet_table(kubelet);
+  auto dp_table = root.section("device-plugin");
+  auto dp = device_plugin::read_table(dp_table, keys);
+  REQUIRE(dp.kubelet_root == "/var/lib/k0s/kubelet");
+  REQUIRE(dp.budget == std::chrono::milliseconds(300));
+  auto cpuset_table = root.section("cpuset");
+  auto cs = cpuset::read_table(cpuset_table, keys);
+  REQUIRE(cs.kubelet_root == "/var/snap/microk8s/common/var/lib/kubelet");
+  REQUIRE(cs.budget == std::chrono::milliseconds(700));
+}
+
+TEST_CASE(
+    "config [[env-devices]] entries get [kubelet]'s root and budget through build_chain unless they set kubelet-root") {
+  auto doc =
+      config::Document::parse(std::string(kK0s) +
+                                  "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+                                  "[[env-devices]]\nenv = \"AMD_VISIBLE_DEVICES\"\nkind = \"amd.com/gpu\"\n"
+                                  "kubelet-root = \"/opt/kubelet\"\n",
+                              "k.toml");
+  auto root = doc.root();
+  Chain chain = build_chain(root);
+  root.finish();
+  const auto& entries = env_entries(chain);
+  REQUIRE(entries.size() == 2);
+  REQUIRE(entries[0].kubelet_root == "/var/lib/k0s/kubelet");
+  REQUIRE(entries[0].budget == std::chrono::milliseconds(700));
+  REQUIRE(entries[1].kubelet_root == "/opt/kubelet");
+  REQUIRE(entries[1].budget == std::chrono::milliseconds(700));
+}
+
+TEST_CASE("config [kubelet] is strict like every table: unknown keys and bad values name file and line") {
+  auto err = [](const std::string& text) {
+    auto doc = config::Document::parse(text, "k.toml");
+    auto root = doc.root();
+    try {
+      build_chain(root);
+      root.finish();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  REQUIRE(err("[kubelet]\nroot = \"/var/lib/kubelet\"\nbogus = 1\n") ==
+          "config `k.toml`: line 3: unknown key `kubelet.bogus`");
+  // The tables' key name is not [kubelet]'s.
+  REQUIRE(err("[kubelet]\nkubelet-root = \"/k\"\n") == "config `k.toml`: line 2: unknown key `kubelet.kubelet-root`");
+  REQUIRE(err("[kubelet]\nroot = \"var/lib/kubelet\"\n") ==
+          "config `k.toml`: line 2: `kubelet.root`: must be an absolute path");
+  REQUIRE_THAT(err("[kubelet]\nbudget-ms = 0\n"),
+               Catch::Contains("line 2: `kubelet.budget-ms`: must be between 1 and 600000"));
+  REQUIRE_THAT(err("[kubelet]\nroot = 1\n"), Catch::Contains("`kubelet.root`: must be a string"));
+  REQUIRE(err("[kubelet]\n") == "no error");
 }

@@ -21,15 +21,39 @@ std::string describe_rule(const requirements::Rule& r) {
   return "`" + r.name + "` adds " + join(adds, " ");
 }
 
-// read_probed_tables reads [cdi] and [device-plugin] with their modifiers'
-// readers, for the checks that look where a create would.
+// read_probed_tables reads [cdi], [kubelet], [device-plugin] and [cpuset]
+// with their modifiers' readers, for the checks that look where a create
+// would.
 void read_probed_tables(const config::Document& doc, Loaded& loaded) {
   auto root = doc.root();
   auto cdi = root.section("cdi");
   loaded.cdi_dirs = cdi::read_spec_dirs(cdi);
   loaded.cdi_cache_dir = loaded.cdi_dirs ? cdi::read_cache_dir(cdi) : "";
+  auto kubelet = root.section("kubelet");
+  loaded.kubelet = read_kubelet_table(kubelet);
   auto device_plugin = root.section("device-plugin");
-  loaded.device_plugin = device_plugin::read_table(device_plugin);
+  loaded.device_plugin = device_plugin::read_table(device_plugin, loaded.kubelet);
+  auto cpuset = root.section("cpuset");
+  loaded.cpuset = cpuset::read_table(cpuset, loaded.kubelet);
+}
+
+// kubelet_roots warns when the modifiers that are on and ask the kubelet
+// look for it in different roots: a node has one kubelet, so all but one
+// of them fail (or, with on-error = "skip", do nothing).
+void kubelet_roots(const Loaded& loaded, Check& c) {
+  std::vector<std::pair<std::string, std::string>> users;  // modifier, root
+  if (loaded.on("device-plugin")) users.emplace_back("device-plugin", loaded.device_plugin.kubelet_root.string());
+  if (loaded.on("cpuset")) users.emplace_back("cpuset", loaded.cpuset.kubelet_root.string());
+  for (const auto& e : loaded.env_devices) users.emplace_back("env-devices `" + e.env + "`", e.kubelet_root.string());
+  auto same = [](const std::string& a, const std::string& b) {
+    return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+  };
+  if (std::all_of(users.begin(), users.end(), [&](const auto& u) { return same(u.second, users.front().second); }))
+    return;
+  std::vector<std::string> parts;
+  for (const auto& [who, root] : users) parts.push_back(who + " " + root);
+  c.add(Status::warn, "the modifiers that ask the kubelet look for it in different roots (" + join(parts, ", ") +
+                          "): a node has one kubelet; set [kubelet] root once and leave out the tables' kubelet-root");
 }
 
 // why_none_on says which keys turned every modifier off: `chain.order`
@@ -120,6 +144,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
       if (loaded.device_plugin.dra.enabled && !loaded.on(needed))
         c.add(Status::warn, std::string("[device-plugin.dra] is enabled, but the ") + needed +
                                 " modifier is off: siblings get no DRA claims");
+    kubelet_roots(loaded, c);
   } catch (const std::exception& e) {
     c.add(Status::fail, describe(e));
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "settings.h"
+#include "specshim/cpuset.h"
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
@@ -53,9 +54,9 @@ struct Host {
 };
 
 // Loaded is what the config check learned, for the checks after it. The
-// [cdi] and [device-plugin] tables are read by their modifiers' own readers
-// (built-in defaults while the config is invalid), so the cdi and kubelet
-// checks look where a create would.
+// [cdi], [kubelet], [device-plugin] and [cpuset] tables are read by their
+// modifiers' own readers (built-in defaults while the config is invalid),
+// so the cdi and kubelet checks look where a create would.
 struct Loaded {
   bool valid = false;
   Settings settings;
@@ -63,7 +64,9 @@ struct Loaded {
   std::vector<requirements::Rule> rules;
   std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
   std::string cdi_cache_dir;                         // "": the parse cache is off
-  device_plugin::Config device_plugin;               // read whether enabled or not
+  KubeletKeys kubelet;                               // [kubelet]
+  device_plugin::Config device_plugin;               // read whether enabled or not, over [kubelet]
+  cpuset::Config cpuset;                             // read whether enabled or not, over [kubelet]
   std::vector<env_devices::Entry> env_devices;       // when the modifier is on
   bool on(std::string_view modifier) const;
 };

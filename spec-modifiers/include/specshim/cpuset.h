@@ -53,10 +53,10 @@ IdSet unite(const IdSet& a, const IdSet& b);
 
 enum class OnError { fail, skip };
 
-// Config is the [cpuset] table. The kubelet keys are the cpuset modifier's
-// own, with [device-plugin]'s defaults. When both tables name the same
-// kubelet root and budget, the two modifiers share one session
-// (KubeletSessions): one client, one budget, PodResources asked once.
+// Config is the [cpuset] table. The kubelet keys default to [kubelet]'s, as
+// [device-plugin]'s do. When both tables come to the same kubelet root and
+// budget, the two modifiers share one session (KubeletSessions): one
+// client, one budget, PodResources asked once.
 struct Config {
   bool enabled = false;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
@@ -67,8 +67,8 @@ struct Config {
 // read_table reads the table strictly, enabled or not; read_config is
 // read_table, nullopt when enabled is false (the default). Both throw
 // config errors.
-Config read_table(config::Section& s);
-std::optional<Config> read_config(config::Section& s);
+Config read_table(config::Section& s, const KubeletKeys& kubelet = {});
+std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet = {});
 
 // Cpuset is the modifier. One object serves one create (every pass of its
 // chain): PodResources is asked at most once, within one budget.

@@ -85,10 +85,11 @@ struct Config {
 
 // read_table reads the table strictly (every key, every resources entry),
 // enabled or not: `specshim doctor` probes the configured kubelet either way.
+// kubelet-root and budget-ms default to kubelet's ([kubelet]).
 // read_config is read_table, nullopt when enabled is false (the default).
 // Both throw config errors.
-Config read_table(config::Section& s);
-std::optional<Config> read_config(config::Section& s);
+Config read_table(config::Section& s, const KubeletKeys& kubelet = {});
+std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet = {});
 
 // PodRef names a pod; empty when unknown.
 struct PodRef {

@@ -14,6 +14,7 @@
 //   EnvDevices         the modifier: request, trust, grant, hand-over
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -65,13 +66,16 @@ struct Entry {
   std::vector<std::string> trusted_namespaces;
   Outside outside_kubernetes = Outside::honour;
   After after = After::void_value;
-  std::filesystem::path kubelet_root = "/var/lib/kubelet";
+  std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;  // kubelet-root, else [kubelet] root
+  std::chrono::milliseconds budget{2000};  // [kubelet] budget-ms (the checkpoint is a file: no key of its own)
 
   bool counts(std::string_view resource) const;  // resource matches one of resources
 };
 
-// read_entries reads every [[env-devices]] entry strictly. Throws config errors.
-std::vector<Entry> read_entries(config::Section& root);
+// read_entries reads every [[env-devices]] entry strictly, with kubelet's
+// ([kubelet]) root and budget for the entries that set no kubelet-root.
+// Throws config errors.
+std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubelet = {});
 
 // Granted is what one answer granted, as qualified CDI names.
 struct Granted {

@@ -70,8 +70,23 @@ class KubeletSessions {
   std::map<std::pair<std::string, std::chrono::milliseconds::rep>, std::shared_ptr<KubeletSession>> sessions_;
 };
 
+// KubeletKeys is the [kubelet] table: where the kubelet is (root, for
+// k0s /var/lib/k0s/kubelet, for MicroK8s /var/snap/microk8s/common/var/lib/kubelet)
+// and the budget of one create's kubelet calls. [device-plugin], [cpuset]
+// and [[env-devices]] start from it; each may set its own kubelet-root
+// (and, but for env-devices, budget-ms).
+struct KubeletKeys {
+  std::filesystem::path root = kubelet::kDefaultKubeletRoot;
+  std::chrono::milliseconds budget{2000};
+};
+
+// read_kubelet_table reads [kubelet] strictly: root (an absolute path) and
+// budget-ms (1-600000), each when set; any other key is an error.
+KubeletKeys read_kubelet_table(config::Section& s);
+
 // read_kubelet_keys reads the keys every kubelet-asking table has:
-// kubelet-root (an absolute path) and budget-ms (1-600000), each when set.
+// kubelet-root (an absolute path) and budget-ms (1-600000), each when set,
+// over the values already there ([kubelet]'s).
 void read_kubelet_keys(config::Section& s, std::filesystem::path& kubelet_root, std::chrono::milliseconds& budget);
 
 }  // namespace specshim

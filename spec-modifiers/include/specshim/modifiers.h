@@ -15,7 +15,8 @@ namespace specshim {
 // Shared is what build_chain hands the factories of modifiers that work
 // together, before any of them runs.
 struct Shared {
-  KubeletSessions kubelet;  // device-plugin, cpuset, env-devices: one session per kubelet
+  KubeletKeys kubelet_keys;  // [kubelet]: what device-plugin, cpuset and env-devices start from
+  KubeletSessions kubelet;   // device-plugin, cpuset, env-devices: one session per kubelet
   // The variables env-devices ends with `<ENV>=void` once it handed their
   // devices to cdi: device-plugin's protect-env takes that entry for
   // specshim's own, not for a tenant's override. Filled as env-devices is
