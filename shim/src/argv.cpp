@@ -29,6 +29,27 @@ constexpr std::array kRunOnlyFlags = {
     Flag{"detach", false}, Flag{"d", false}, Flag{"keep", false}, Flag{"no-subreaper", false},
 };
 
+// Ref: runc restore.go (the same set from 1.1 to 1.5), plus parent-path,
+// which go-runc's CheckpointOpts sends when a parent checkpoint is set
+// (containerd's restore line: restore --image-path I --work-path W
+// [--parent-path P] --detach --pid-file F [--console-socket S] [--no-pivot]
+// -no-subreaper --bundle B ID). runc's restore does not define it and fails
+// on it; knowing that it takes a value keeps the id where it is, and runc
+// then says so itself.
+constexpr std::array kRestoreFlags = {
+    Flag{"console-socket", true}, Flag{"image-path", true},
+    Flag{"work-path", true},      Flag{"tcp-established", false},
+    Flag{"ext-unix-sk", false},   Flag{"shell-job", false},
+    Flag{"file-locks", false},    Flag{"manage-cgroups-mode", true},
+    Flag{"bundle", true},         Flag{"b", true},
+    Flag{"detach", false},        Flag{"d", false},
+    Flag{"pid-file", true},       Flag{"no-subreaper", false},
+    Flag{"no-pivot", false},      Flag{"empty-ns", true},
+    Flag{"auto-dedup", false},    Flag{"lazy-pages", false},
+    Flag{"lsm-profile", true},    Flag{"lsm-mount-context", true},
+    Flag{"parent-path", true},
+};
+
 // split_flag turns "-x", "--x", "-x=v", "--x=v" into name and optional value.
 // Returns false for anything that is not a flag ("-", "x", "---x").
 bool split_flag(std::string_view arg, std::string_view& name, std::optional<std::string_view>& value) {
@@ -51,6 +72,15 @@ const Flag* find(const std::array<Flag, N>& flags, std::string_view name) {
   return nullptr;
 }
 
+// command_flag finds a flag of the subcommand's own grammar: create, run
+// (create's and its own) or restore.
+const Flag* command_flag(std::string_view subcommand, std::string_view name) {
+  if (subcommand == "restore") return find(kRestoreFlags, name);
+  const Flag* f = find(kCreateFlags, name);
+  if (!f && subcommand == "run") f = find(kRunOnlyFlags, name);
+  return f;
+}
+
 bool bool_value_true(std::optional<std::string_view> v) {
   // Go's strconv.ParseBool; anything else makes runc fail, which is malformed.
   return !v || *v == "1" || *v == "t" || *v == "T" || *v == "true" || *v == "TRUE" || *v == "True";
@@ -70,8 +100,7 @@ void parse_command_args(const std::vector<std::string>& argv, std::size_t from, 
       positionals.push_back(arg);
       continue;
     }
-    const Flag* f = find(kCreateFlags, name);
-    if (!f && out.subcommand == "run") f = find(kRunOnlyFlags, name);
+    const Flag* f = command_flag(out.subcommand, name);
     if (!f) {
       out.unknown_flags.push_back(arg);
       continue;
@@ -127,7 +156,8 @@ RuncArgs parse_runc_args(const std::vector<std::string>& argv) {
   }
   // urfave/cli shows help or the version before looking at the command.
   if (out.help || out.version) return out;
-  if (out.subcommand == "create" || out.subcommand == "run") parse_command_args(argv, i + 1, out);
+  if (out.subcommand == "create" || out.subcommand == "run" || out.subcommand == "restore")
+    parse_command_args(argv, i + 1, out);
   return out;
 }
 

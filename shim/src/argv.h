@@ -20,18 +20,27 @@ struct RuncArgs {
   std::size_t subcommand_index = 0;       // index in argv, 0 when absent
   bool malformed = false;                 // runc itself would reject the global flags
 
-  // Only for create and run:
+  // Only for create, run and restore:
   std::optional<std::string> bundle;      // --bundle / -b; runc's default is the cwd
   std::string container_id;
-  std::vector<std::string> unknown_flags;  // flags runc's create/run do not define
+  std::vector<std::string> unknown_flags;  // flags runc's create/run/restore do not define
 
-  bool modifies() const { return !malformed && !help && !version && (subcommand == "create" || subcommand == "run"); }
+  // modifies: the verbs that start a container from the bundle's
+  // config.json, which the chain completes first. restore is one: CRI
+  // checkpoint/restore (containerd 2.x) runs `runc restore` on a freshly
+  // written config.json, and the restored container needs the same mounts
+  // and devices as the one that was checkpointed.
+  bool modifies() const {
+    return !malformed && !help && !version &&
+           (subcommand == "create" || subcommand == "run" || subcommand == "restore");
+  }
 };
 
 // parse_runc_args reads argv (argv[0] is the program) with runc 1.1's grammar:
 // Go flag syntax for global flags (-f, --f, -f=v, --f=v, -f v; parsing stops at
-// the first non-flag or "--"), then the subcommand, then for create/run its
-// flags in any position (urfave/cli reorders them) and one container id.
+// the first non-flag or "--"), then the subcommand, then for create, run and
+// restore its flags in any position (urfave/cli reorders them) and one
+// container id.
 RuncArgs parse_runc_args(const std::vector<std::string>& argv);
 
 }  // namespace specshim::shim

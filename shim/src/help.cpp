@@ -33,7 +33,7 @@ std::string usage() {
       "specshim " SPECSHIM_VERSION
       ": an OCI runtime shim for Kubernetes GPU/NPU nodes.\n"
       "\n"
-      "containerd runs it in place of runc. On create and run it applies its modifier chain\n"
+      "containerd runs it in place of runc. On create, run and restore it applies its modifier chain\n"
       "(" +
       modifiers +
       ") to the bundle's config.json,\n"

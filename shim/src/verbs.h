@@ -11,12 +11,13 @@
 namespace specshim::shim {
 
 // passthrough_main execs the runtime with argv untouched (every subcommand
-// but create/run). --version prints specshim's version first.
+// but create, run and restore). --version prints specshim's version first.
 int passthrough_main(const RuncArgs& parsed, const std::vector<std::string>& argv);
 
-// create_main modifies <bundle>/config.json and execs the runtime; on any
-// failure it writes a runc-style error line to --log and exits 1 without
-// running the runtime or touching config.json.
+// create_main modifies <bundle>/config.json and execs the runtime, for
+// create, run and restore alike (a restored container gets what a created
+// one gets); on any failure it writes a runc-style error line to --log and
+// exits 1 without running the runtime or touching config.json.
 int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv);
 
 // dry_run_main: specshim dry-run --bundle DIR [--config FILE] [--format json|diff] [--allow-allocate]

@@ -111,6 +111,7 @@ TEST_CASE("non-create command lines are never taken for a create") {
       {"features"},
       {},
       {"no-such-verb", "--bundle", "."},
+      {"checkpoint", "--image-path", "/i", "--work-path", "/w", "create"},
   }));
   Cli c;
   write_file(c.bundle / "config.json", "{ broken json");  // a create would fail on this
@@ -268,6 +269,99 @@ TEST_CASE("unknown create flags are refused, not guessed") {
   REQUIRE(r.exit_code == 1);
   REQUIRE_THAT(c.last_error(), Catch::Contains("flag `--future-flag=x` of `create` is unknown"));
   REQUIRE_FALSE(c.runtime_ran());
+}
+
+namespace {
+
+// restore_bundle writes a bundle whose container runs as uid 10001, which its
+// image's /etc/passwd lacks, and asks for a CDI device (a node in front of
+// the host's /dev/null) by annotation, as a CRI checkpoint's config.json would.
+void restore_bundle(const fs::path& bundle) {
+  write_file(bundle / "rootfs/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+  write_file(bundle / "rootfs/etc/group", "root:x:0:\n");
+  write_file(bundle / "config.json",
+             R"({"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+                 "process": {"user": {"uid": 10001, "gid": 10001}, "args": ["sh"], "env": ["PATH=/bin"]},
+                 "annotations": {"cdi.k8s.io/accel": "example.com/accel=0"},
+                 "linux": {"resources": {"devices": [{"allow": false, "access": "rwm"}]}}})");
+}
+
+}  // namespace
+
+TEST_CASE("restore goes through the chain like create: passwd mount and CDI device, then runc with the original argv") {
+  Cli c;
+  fs::path cdi = c.tmp / "cdi";
+  write_file(cdi / "accel.json", R"({"cdiVersion": "0.6.0", "kind": "example.com/accel",
+      "devices": [{"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/accel0", "hostPath": "/dev/null"}]}}]})");
+  c.write_config("[cdi]\nspec-dirs = [\"" + cdi.string() + "\"]\ncache-dir = \"\"\n");
+  fs::path created = c.tmp / "created";
+  restore_bundle(c.bundle);
+  restore_bundle(created);
+
+  // containerd's shim (go-runc RestoreOpts): --bundle after the other flags, the single-dash -no-subreaper.
+  auto args = c.create_args({"restore", "--image-path", (c.tmp / "image").string(), "--work-path",
+                             (c.tmp / "work").string(), "--detach", "--pid-file", (c.bundle / "init.pid").string(),
+                             "--no-pivot", "-no-subreaper", "--bundle", c.bundle.string(), "ctr-1"});
+  auto r = c.shim(args);
+  INFO(r.err << c.last_error());
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.empty());
+  auto got = c.recorded_argv();
+  REQUIRE(got[0] == RECORDING_RUNTIME);
+  REQUIRE(std::vector<std::string>(got.begin() + 1, got.end()) == args);  // byte for byte
+  REQUIRE(read_file(c.record / "pid") == std::to_string(r.pid));          // exec'd, not spawned
+
+  auto spec = nlohmann::json::parse(read_file(c.bundle / "config.json"));
+  bool passwd_mounted = false;
+  for (const auto& m : spec["mounts"])
+    if (m["destination"] == "/etc/passwd") passwd_mounted = m["source"] == (c.bundle / "specshim-passwd").string();
+  REQUIRE(passwd_mounted);
+  REQUIRE_THAT(read_file(c.bundle / "specshim-passwd"), Catch::Contains("user10001:x:10001:10001:"));
+  REQUIRE(spec["linux"]["devices"][0]["path"] == "/dev/accel0");
+  REQUIRE(spec["linux"]["devices"][0]["major"] == 1);
+  REQUIRE(spec["linux"]["devices"][0]["minor"] == 3);
+
+  // The same bundle created instead of restored comes out the same.
+  auto create =
+      c.create_args({"create", "--bundle", created.string(), "--pid-file", (created / "init.pid").string(), "ctr-2"});
+  REQUIRE(c.shim(create).exit_code == 0);
+  REQUIRE(replace_all(read_file(created / "config.json"), created.string(), c.bundle.string()) ==
+          read_file(c.bundle / "config.json"));
+}
+
+TEST_CASE("a refused restore writes runc's JSON error line to --log and runs nothing, like create") {
+  Cli c;
+  SECTION("a device no spec defines") {
+    restore_bundle(c.bundle);
+    std::string before = read_file(c.bundle / "config.json");
+    c.write_config("[cdi]\nspec-dirs = [\"" + (c.tmp / "no-cdi").string() + "\"]\n");
+    auto r = c.shim(
+        c.create_args({"restore", "--image-path", "/i", "--work-path", "/w", "--detach", "--pid-file",
+                       (c.bundle / "init.pid").string(), "-no-subreaper", "--bundle", c.bundle.string(), "ctr-1"}));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.out.empty());
+    REQUIRE_FALSE(c.runtime_ran());
+    REQUIRE(read_file(c.bundle / "config.json") == before);
+    REQUIRE_THAT(c.last_error(), Catch::StartsWith("specshim: cdi: unresolvable CDI devices example.com/accel=0"));
+    // One line, runc's fields: level, msg, time.
+    auto line = nlohmann::json::parse(read_file(c.log));
+    REQUIRE(line["level"] == "error");
+    REQUIRE(line.contains("time"));
+  }
+  SECTION("a flag runc's restore does not define") {
+    auto r = c.shim(c.create_args({"restore", "--page-server=10.0.0.1:27", "--bundle", c.bundle.string(), "id"}));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_FALSE(c.runtime_ran());
+    REQUIRE_THAT(c.last_error(),
+                 Catch::Contains("flag `--page-server=10.0.0.1:27` of `restore` is unknown to specshim"));
+  }
+  SECTION("a broken config.json") {
+    write_file(c.bundle / "config.json", "{ broken");
+    auto r = c.shim(c.create_args({"restore", "--bundle", c.bundle.string(), "id"}));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_FALSE(c.runtime_ran());
+    REQUIRE_THAT(c.last_error(), Catch::StartsWith("specshim: parse `" + (c.bundle / "config.json").string() + "`: "));
+  }
 }
 
 TEST_CASE("version: prints specshim's version, then the runtime's") {

@@ -99,3 +99,117 @@ TEST_CASE("argv: create after -- is still the subcommand") {
   REQUIRE(r.modifies());
   REQUIRE(r.bundle == "/b");
 }
+
+TEST_CASE("argv: containerd's restore line (go-runc) goes through the chain") {
+  // go-runc RestoreOpts.args: CheckpointOpts first, then --detach, --pid-file,
+  // --console-socket, --no-pivot, the single-dash -no-subreaper, and
+  // Restore() appends --bundle after all of them, then the id.
+  auto r = parse_runc_args(A({"--root",
+                              "/run/containerd/runc/k8s.io",
+                              "--log",
+                              "/b/log.json",
+                              "--log-format",
+                              "json",
+                              "--systemd-cgroup",
+                              "restore",
+                              "--image-path",
+                              "/var/lib/containerd/cp/img",
+                              "--work-path",
+                              "/var/lib/containerd/cp/work",
+                              "--parent-path",
+                              "/var/lib/containerd/cp/p",
+                              "--detach",
+                              "--pid-file",
+                              "/b/init.pid",
+                              "--console-socket",
+                              "/tmp/pty.sock",
+                              "--no-pivot",
+                              "-no-subreaper",
+                              "--bundle",
+                              "/b",
+                              "abc"}));
+  REQUIRE(r.modifies());
+  REQUIRE(r.subcommand == "restore");
+  REQUIRE(r.subcommand_index == 8);
+  REQUIRE(r.log == "/b/log.json");
+  REQUIRE(r.log_format == "json");
+  REQUIRE(r.bundle == "/b");
+  REQUIRE(r.container_id == "abc");
+  REQUIRE(r.unknown_flags.empty());
+
+  // The shortest line the shim sends: no parent, console or no-pivot.
+  auto s = parse_runc_args(
+      A({"--root", "/r", "--log", "/b/log.json", "--log-format", "json", "restore", "--image-path", "/i", "--work-path",
+         "/w", "--detach", "--pid-file", "/b/init.pid", "-no-subreaper", "--bundle", "/b", "abc"}));
+  REQUIRE(s.modifies());
+  REQUIRE(s.bundle == "/b");
+  REQUIRE(s.container_id == "abc");
+  REQUIRE(s.unknown_flags.empty());
+}
+
+TEST_CASE("argv: every flag of runc's restore, in Go flag forms") {
+  struct Case {
+    std::vector<std::string> argv;
+    std::optional<std::string> bundle;
+  };
+  auto c = GENERATE(values<Case>({
+      // Every value flag takes the next token, whatever it looks like.
+      {A({"restore",
+          "--console-socket",
+          "/s",
+          "--image-path",
+          "/i",
+          "--work-path",
+          "/w",
+          "--manage-cgroups-mode",
+          "soft",
+          "--pid-file",
+          "/p",
+          "--empty-ns",
+          "network",
+          "--lsm-profile",
+          "apparmor:p",
+          "--lsm-mount-context",
+          "system_u:object_r:container_file_t:s0",
+          "--parent-path",
+          "/pp",
+          "-b",
+          "/x",
+          "id"}),
+       "/x"},
+      {A({"restore", "--image-path", "--bundle", "id"}), std::nullopt},  // "--bundle" is the image path
+      {A({"restore", "--image-path=/i", "--manage-cgroups-mode=full", "--empty-ns=ipc", "--empty-ns", "net",
+          "-bundle=/x", "id"}),
+       "/x"},
+      // Booleans take no value, and =true/=false only glued.
+      {A({"restore", "--tcp-established", "--ext-unix-sk", "--shell-job", "--file-locks", "-d", "--no-subreaper",
+          "--no-pivot", "--auto-dedup", "--lazy-pages", "--bundle", "/x", "id"}),
+       "/x"},
+      {A({"restore", "--detach=true", "-no-pivot=false", "--lazy-pages=1", "id", "-b", "/y"}), "/y"},  // reordered
+      {A({"restore", "-detach", "id"}), std::nullopt},  // runc's default bundle: the cwd
+  }));
+  auto r = parse_runc_args(c.argv);
+  REQUIRE(r.modifies());
+  REQUIRE(r.unknown_flags.empty());
+  REQUIRE(r.bundle == c.bundle);
+  REQUIRE(r.container_id == "id");
+}
+
+TEST_CASE("argv: flags restore does not define are recorded, and bad restore lines are runc's to refuse") {
+  // create's and run's flags that restore lacks, and checkpoint's --page-server.
+  for (const char* flag : {"--keep", "--no-new-keyring", "--leave-running", "--pidfd-socket=/s", "--preserve-fds=3"}) {
+    CAPTURE(flag);
+    auto r = parse_runc_args(A({"restore", flag, "--bundle", "/b", "id"}));
+    REQUIRE(r.modifies());
+    REQUIRE(r.unknown_flags == std::vector<std::string>{flag});
+  }
+  auto argv = GENERATE(values<std::vector<std::string>>({
+      A({"restore"}),                                                      // no id
+      A({"restore", "a", "b"}),                                            // two ids
+      A({"restore", "--image-path"}),                                      // value missing
+      A({"restore", "--bundle", "/b"}),                                    // the bundle is not the id
+      A({"checkpoint", "--image-path", "/i", "--work-path", "/w", "id"}),  // the running container, no config.json
+      A({"--help", "restore", "--bundle", "/b", "id"}),
+  }));
+  REQUIRE_FALSE(parse_runc_args(argv).modifies());
+}
