@@ -14,6 +14,7 @@
 #include "doctor/doctor.h"
 #include "specshim/config.h"
 #include "specshim/error.h"
+#include "specshim/fs.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -282,8 +283,7 @@ struct Scan {
 // lexically cleaned, and /var/run as /run (a symlink to it on every
 // systemd distribution).
 std::string clean_dir(const std::string& dir) {
-  std::string s = fs::path(dir).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  std::string s = specshim::fs::clean_path(dir);
   if (s == "/var/run" || s.rfind("/var/run/", 0) == 0) s.erase(0, 4);
   return s;
 }
