@@ -38,9 +38,11 @@ int dry_run_main(const std::vector<std::string>& argv) {
       std::cout << text;
       if (text.empty() || text.back() != '\n') std::cout << "\n";
     }
-    for (const auto& [name, f] : out.ctx.bundle_files)
-      std::cerr << "dry-run: would write " << (out.ctx.bundle / name).string() << " (" << f.content.size()
-                << " bytes)\n";
+    for (const auto& [name, f] : out.ctx.bundle_files) {
+      std::cerr << "dry-run: would write " << (out.ctx.bundle / name).string() << " (" << f.content.size() << " bytes";
+      if (f.owner) std::cerr << ", owner " << f.owner->uid << ":" << f.owner->gid;
+      std::cerr << ")\n";
+    }
     std::string changed_by;
     for (const auto& n : out.result.changed_by) changed_by += (changed_by.empty() ? "" : ", ") + n;
     std::cerr << "dry-run: " << out.result.passes

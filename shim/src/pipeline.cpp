@@ -66,7 +66,7 @@ void commit(const Outcome& out) {
   for (const auto& [name, f] : out.ctx.bundle_files) {
     if (name.empty() || name.find('/') != std::string::npos || name == "config.json" || name[0] == '.')
       throw Error("internal: modifier asked to write bundle file `" + name + "`");
-    fs::write_file_atomic(out.ctx.bundle, name, f.content, f.mode);
+    fs::write_file_atomic(out.ctx.bundle, name, f.content, f.mode, fs::TempFile::unnamed, f.owner);
   }
   if (out.spec_changed()) fs::write_file_atomic(out.ctx.bundle, "config.json", out.spec.serialize(), out.mode);
 }

@@ -124,7 +124,11 @@ std::string temp_name(std::string_view name) {
 
 // fill gives a new temp file fd its mode (the umask must not narrow the
 // original one) and content, and fsyncs it; what names it in errors.
-void fill(int fd, std::string_view name, std::string_view content, mode_t mode, const std::string& what) {
+void fill(int fd, std::string_view name, std::string_view content, mode_t mode, const std::optional<FileOwner>& owner,
+          const std::string& what) {
+  // chown before chmod: a chown clears the set-id bits that a mode may hold.
+  if (owner && ::fchown(fd, owner->uid, owner->gid) != 0)
+    throw_errno("chown " + what + " to " + std::to_string(owner->uid) + ":" + std::to_string(owner->gid));
   if (::fchmod(fd, mode) != 0) throw_errno("chmod " + what);
   const char* p = content.data();
   std::size_t left = content.size();
@@ -166,7 +170,7 @@ int link_unnamed(int fd, int dfd, const std::string& to) {
 // Returns false when the filesystem has no O_TMPFILE or the file cannot be
 // linked (no /proc, and flink refused); nothing was created then.
 bool write_unnamed(int dfd, const std::filesystem::path& dir, std::string_view name, std::string_view content,
-                   mode_t mode) {
+                   mode_t mode, const std::optional<FileOwner>& owner) {
   std::string target(name);
   Fd fd(::openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
   if (!fd) {
@@ -175,7 +179,7 @@ bool write_unnamed(int dfd, const std::filesystem::path& dir, std::string_view n
     throw_errno("create unnamed file in " + q(dir));
   }
   std::string what = "unnamed file for " + q(dir / target);
-  fill(fd.get(), name, content, mode, what);
+  fill(fd.get(), name, content, mode, owner, what);
   int err = link_unnamed(fd.get(), dfd, target);
   if (err == EEXIST) {
     std::string tmp_name = temp_name(name);
@@ -200,13 +204,13 @@ bool write_unnamed(int dfd, const std::filesystem::path& dir, std::string_view n
 // filesystems without O_TMPFILE: a kill at any point between its creation
 // and the rename leaves it behind (maybe partial) for remove_stale_temps.
 void write_named(int dfd, const std::filesystem::path& dir, std::string_view name, std::string_view content,
-                 mode_t mode) {
+                 mode_t mode, const std::optional<FileOwner>& owner) {
   std::string tmp_name = temp_name(name);
   std::filesystem::path tmp = dir / tmp_name;
   Fd fd(::openat(dfd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd) throw_errno("create " + q(tmp));
   try {
-    fill(fd.get(), name, content, mode, q(tmp));
+    fill(fd.get(), name, content, mode, owner, q(tmp));
     if (::close(fd.release()) != 0) throw_errno("close " + q(tmp));
     fault_point(name, "before-rename");
     if (::renameat(dfd, tmp_name.c_str(), dfd, std::string(name).c_str()) != 0)
@@ -226,11 +230,11 @@ bool is_number(std::string_view s, std::size_t max) {
 }  // namespace
 
 void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content, mode_t mode,
-                       TempFile temp) {
+                       TempFile temp, const std::optional<FileOwner>& owner) {
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dfd) throw_errno("open bundle directory " + q(dir));
-  if (temp == TempFile::named || !write_unnamed(dfd.get(), dir, name, content, mode))
-    write_named(dfd.get(), dir, name, content, mode);
+  if (temp == TempFile::named || !write_unnamed(dfd.get(), dir, name, content, mode, owner))
+    write_named(dfd.get(), dir, name, content, mode, owner);
   fault_point(name, "after-rename");
   if (::fsync(dfd.get()) != 0) throw_errno("fsync " + q(dir));
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "specshim/error.h"
+#include "specshim/file_owner.h"
 
 namespace specshim::fs {
 
@@ -75,7 +76,8 @@ bool list_directory(int dirfd, std::vector<DirEntry>& entries);
 // (tests use it to cover the fallback on any filesystem).
 enum class TempFile { unnamed, named };
 
-// write_file_atomic replaces dir/name with content, created with mode, then
+// write_file_atomic replaces dir/name with content, created with mode (and
+// owner, chown'd before anything is written, when given), then
 // fsyncs dir. Readers see the old file or the new one, never a partial one;
 // on failure dir/name is untouched and no temp file is left. The new content
 // is written and fsync'd in an unnamed (O_TMPFILE) file, linked to a temp
@@ -86,7 +88,7 @@ enum class TempFile { unnamed, named };
 // ".<name>.specshim-<pid>-<random>.tmp". Fault points (fault_point):
 // after-temp-write, before-rename (only when name exists), after-rename.
 void write_file_atomic(const std::filesystem::path& dir, std::string_view name, std::string_view content, mode_t mode,
-                       TempFile temp = TempFile::unnamed);
+                       TempFile temp = TempFile::unnamed, const std::optional<FileOwner>& owner = std::nullopt);
 
 // temp_file_owner returns the pid in a temp file name write_file_atomic
 // makes, and nullopt for any other name.

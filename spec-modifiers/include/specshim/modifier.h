@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "specshim/file_owner.h"
 #include "specshim/spec.h"
 
 namespace specshim {
@@ -23,6 +24,7 @@ enum class ContainerKind { unknown, sandbox, container };
 struct BundleFile {
   std::string content;
   unsigned mode = 0644;
+  std::optional<FileOwner> owner = std::nullopt;  // unset: root, who writes it
 };
 
 // Grant is what a device plugin's answer gave the container, as far as
