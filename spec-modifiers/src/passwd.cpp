@@ -17,6 +17,7 @@
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/userns.h"
 
 namespace specshim {
 namespace passwd {
@@ -205,11 +206,23 @@ struct DbFile {
 constexpr DbFile kPasswdFile{"/etc/passwd", "specshim-passwd"};
 constexpr DbFile kGroupFile{"/etc/group", "specshim-group"};
 
-// Identity is the container process's credentials from process.user.
+// Identity is the container process's credentials from process.user: the
+// ids it has inside the container, which its entries name.
 struct Identity {
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
   std::vector<std::uint32_t> additional_gids;
+};
+
+// HostView is how the kernel sees the process next to the image's files and
+// how the copies are written: without a user namespace the ids are the
+// process's own; with one they are the host ids its ids map to (the kernel
+// checks a file's owner against those, and an image file owned by an
+// unmapped host id is nobody's inside), and the copies belong to the host
+// ids of container root, so the container sees them as root's.
+struct HostView {
+  Identity dac;
+  std::optional<FileOwner> owner;  // of the copies; unset: root's
 };
 
 // Overrides are the tenant's annotations, already validated.
@@ -254,15 +267,6 @@ std::optional<Identity> identity(const Spec& spec) {
     for (const auto& g : *extra)
       if (auto n = json_id(&g)) id.additional_gids.push_back(*n);
   return id;
-}
-
-bool has_user_namespace(const Spec& spec) {
-  if (const Json* ns = spec.find({"linux", "namespaces"}); ns && ns->is_array())
-    for (const auto& n : *ns)
-      if (n.is_object() && n.value("type", "") == "user") return true;
-  for (auto key : {"uidMappings", "gidMappings"})
-    if (const Json* m = spec.find({"linux", key}); m && m->is_array() && !m->empty()) return true;
-  return false;
 }
 
 // covers reports whether a mount at destination hides target: the same path
@@ -311,6 +315,40 @@ Overrides overrides(const Spec& spec, bool allowed) {
   return o;
 }
 
+// mapped returns the host id container id `id` maps to, or throws: runc
+// could not switch to an unmapped id, and no entry is ever written for one.
+std::uint32_t mapped(const userns::IdMap& map, std::uint32_t id, std::string_view field, std::string_view mappings) {
+  if (auto host = map.to_host(id)) return *host;
+  throw Error(
+      fmt::format("process.user.{} {} is outside linux.{} ({}): the process cannot run as it in its user "
+                  "namespace, and no entry is written for it",
+                  field, id, mappings, map.describe()));
+}
+
+// host_view says how the image's files are judged and the copies owned; it
+// returns nullopt, saying why, when the spec joins a user namespace whose
+// mappings specshim cannot know.
+std::optional<HostView> host_view(const Spec& spec, const Identity& id) {
+  auto ns = userns::read(spec);
+  if (!ns) return HostView{id, std::nullopt};
+  if (!ns->known()) {
+    skip_all(fmt::format("the spec joins the user namespace `{}` without giving its uid and gid mappings", ns->path));
+    return std::nullopt;
+  }
+  HostView v;
+  v.dac.uid = mapped(ns->uids, id.uid, "uid", "uidMappings");
+  v.dac.gid = mapped(ns->gids, id.gid, "gid", "gidMappings");
+  for (auto g : id.additional_gids)  // an unmapped one is no membership the kernel checks
+    if (auto host = ns->gids.to_host(g)) v.dac.additional_gids.push_back(*host);
+  auto root_uid = ns->uids.to_host(0), root_gid = ns->gids.to_host(0);
+  if (root_uid && root_gid)
+    v.owner = FileOwner{*root_uid, *root_gid};
+  else
+    log::debug("passwd: container root is not mapped ({} / {}): the copies stay host root's, mode 0644",
+               ns->uids.describe(), ns->gids.describe());
+  return v;
+}
+
 class PasswdModifier : public Modifier {
  public:
   explicit PasswdModifier(Options o) : opt_(std::move(o)) {}
@@ -322,43 +360,45 @@ class PasswdModifier : public Modifier {
     auto id = identity(spec);
     if (!id) return;
     if (id->uid == 0) return skip_all("uid 0 is root, which every image resolves; root is never synthesised");
-    if (has_user_namespace(spec))
-      return skip_all("the spec has a user namespace; process.user holds in-container ids (see docs/passwd.md)");
+    auto view = host_view(spec, *id);
+    if (!view) return;
     std::filesystem::path rootfs = ctx.rootfs(spec);
     if (rootfs.empty()) return skip_all("the spec has no root.path");
 
-    add_user(spec, ctx, rootfs, *id, over);
+    add_user(spec, ctx, rootfs, *id, *view, over);
     if (id->gid == 0) return skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
-    add_group(spec, ctx, rootfs, *id);
+    add_group(spec, ctx, rootfs, *id, *view);
   }
 
  private:
-  void add_user(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
+  void add_user(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id, const HostView& view,
                 const Overrides& over) const {
-    auto image = image_file(spec, ctx, rootfs, kPasswdFile, id);
+    auto image = image_file(spec, ctx, rootfs, kPasswdFile, view.dac);
     if (!image) return;
     if (has_uid(*image, id.uid)) return skip(kPasswdFile, fmt::format("uid {} has an entry in the image", id.uid));
     std::string user = over.name ? *over.name : opt_.user_name.expand(id.uid);
     if (name_taken(*image, user))
       return skip(kPasswdFile, fmt::format("the name `{}` is already used in the image's file", user));
     PasswdEntry e{user, "x", id.uid, id.gid, opt_.gecos, home(spec, over), opt_.shell};
-    add(spec, ctx, kPasswdFile, append_line(*image, format_passwd_line(e)));
+    add(spec, ctx, kPasswdFile, append_line(*image, format_passwd_line(e)), view.owner);
   }
 
-  void add_group(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id) const {
-    auto image = image_file(spec, ctx, rootfs, kGroupFile, id);
+  void add_group(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
+                 const HostView& view) const {
+    auto image = image_file(spec, ctx, rootfs, kGroupFile, view.dac);
     if (!image) return;
     if (has_gid(*image, id.gid)) return skip(kGroupFile, fmt::format("gid {} has an entry in the image", id.gid));
     std::string group = opt_.group_name.expand(id.gid);
     if (name_taken(*image, group))
       return skip(kGroupFile, fmt::format("the name `{}` is already used in the image's file", group));
-    add(spec, ctx, kGroupFile, append_line(*image, format_group_line(GroupEntry{group, "x", id.gid, ""})));
+    add(spec, ctx, kGroupFile, append_line(*image, format_group_line(GroupEntry{group, "x", id.gid, ""})), view.owner);
   }
 
   // image_file returns the image's copy of f to patch ("" when the image has
-  // none), or nullopt when f must be left alone; it logs why.
+  // none), or nullopt when f must be left alone; it logs why. dac holds the
+  // ids the kernel checks the file's owner and group against.
   std::optional<std::string> image_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
-                                        const DbFile& f, const Identity& id) const {
+                                        const DbFile& f, const Identity& dac) const {
     if (const Json* m = mount_over(spec, f)) {
       std::string source = m->value("source", "");
       skip(f, source == (ctx.bundle / f.bundle_name).string()
@@ -381,9 +421,10 @@ class PasswdModifier : public Modifier {
     }
     const Json* readonly = spec.find({"root", "readonly"});
     bool root_ro = readonly && readonly->is_boolean() && readonly->get<bool>();
-    if (!root_ro && writable_by(file->st, id.uid, id.gid, id.additional_gids)) {
-      skip(f, fmt::format("the image's file (mode {:04o}, owner {}:{}) is writable by uid {}, so the image manages it",
-                          file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, id.uid));
+    if (!root_ro && writable_by(file->st, dac.uid, dac.gid, dac.additional_gids)) {
+      skip(f, fmt::format("the image's file (mode {:04o}, host owner {}:{}) is writable by the process (host uid {}), "
+                          "so the image manages it",
+                          file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, dac.uid));
       return std::nullopt;
     }
     return std::move(file->content);
@@ -409,10 +450,11 @@ class PasswdModifier : public Modifier {
     return value;
   }
 
-  static void add(Spec& spec, Context& ctx, const DbFile& f, std::string content) {
+  static void add(Spec& spec, Context& ctx, const DbFile& f, std::string content,
+                  const std::optional<FileOwner>& owner) {
     std::filesystem::path source = ctx.bundle / f.bundle_name;
     log::debug("passwd: mount {} over {}", source.string(), f.path);
-    ctx.bundle_files[std::string(f.bundle_name)] = BundleFile{std::move(content), 0644};
+    ctx.bundle_files[std::string(f.bundle_name)] = BundleFile{std::move(content), 0644, owner};
     Json mount = Json::object();
     mount["destination"] = f.path;
     mount["type"] = "bind";

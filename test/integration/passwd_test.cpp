@@ -128,19 +128,6 @@ TEST_CASE("passwd: an image whose files the uid can write manages them itself") 
                              "id -un") == "self\n");
 }
 
-TEST_CASE("passwd: a spec with a user namespace is left alone") {
-  Pod pod;
-  // Mapped root must be able to reach the bundle (mkdtemp makes it 0700).
-  fs::permissions(pod.tmp.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                      fs::perms::others_read | fs::perms::others_exec);
-  auto& linux = pod.b.spec()["linux"];
-  linux["namespaces"].push_back({{"type", "user"}});
-  linux["uidMappings"] = {{{"containerID", 0}, {"hostID", 100000}, {"size", 65536}}};
-  linux["gidMappings"] = linux["uidMappings"];
-  // busybox prints the number, then fails: the gap docs/passwd.md describes.
-  REQUIRE(pod.run_left_alone("id -un 2>/dev/null || echo no-name") == "10001\nno-name\n");
-}
-
 TEST_CASE("passwd: a bad request fails the create before runc runs and writes nothing") {
   Pod pod("[chain]\norder = [\"passwd\"]\n[passwd]\nallow-annotations = true\n");
   std::string want;

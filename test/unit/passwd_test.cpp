@@ -353,3 +353,110 @@ TEST_CASE("modifier: config values are checked at load and name their key") {
                     Catch::Contains("`passwd.allow-annotations`: must be true or false"));
   CHECK_THROWS_WITH(load("colour = \"red\""), Catch::Contains("unknown key `passwd.colour`"));
 }
+
+// ---- user namespaces: the files judged through the mappings -----------------
+
+namespace {
+
+// UsernsBundle is Bundle with container ids 0-65535 mapped to host
+// 100000-165535 (uids) and 200000-265535 (gids), as a hostUsers: false pod.
+struct UsernsBundle : Bundle {
+  UsernsBundle() {
+    spec["linux"] = Json::parse(R"({"namespaces":[{"type":"mount"},{"type":"user"}],
+      "uidMappings":[{"containerID":0,"hostID":100000,"size":65536}],
+      "gidMappings":[{"containerID":0,"hostID":200000,"size":65536}]})");
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "passwd in a user namespace: the entries name in-container ids and the copies belong to container root's host "
+    "ids") {
+  UsernsBundle b;
+  Spec s = b.run();
+  const BundleFile& pw = b.ctx.bundle_files.at("specshim-passwd");
+  REQUIRE(pw.content == std::string(kPasswdF) + "user10001:x:10001:10001:specshim runtime user:/tmp:/sbin/nologin\n");
+  REQUIRE(pw.mode == 0644);
+  REQUIRE(pw.owner == FileOwner{100000, 200000});
+  REQUIRE(b.ctx.bundle_files.at("specshim-group").owner == FileOwner{100000, 200000});
+  REQUIRE(b.destinations(s) == std::vector<std::string>{"/etc/passwd", "/etc/group"});
+}
+
+TEST_CASE("passwd in a user namespace: a second pass finds its own mounts and changes nothing") {
+  UsernsBundle b;
+  Spec first = b.run();
+  b.spec = first.json();
+  b.ctx.bundle_files.clear();
+  REQUIRE(b.run().json() == first.json());
+  REQUIRE(b.ctx.bundle_files.empty());
+}
+
+TEST_CASE("passwd in a user namespace: writable means writable by the host ids the process's ids map to") {
+  UsernsBundle b;
+  stdfs::path pw = b.rootfs / "etc/passwd";
+  SECTION("owned by the mapped uid (host 110001) with u+w: the image manages it") {
+    REQUIRE(::chown(pw.c_str(), 110001, 200000) == 0);
+    ::chmod(pw.c_str(), 0644);
+    b.run();
+    REQUIRE(b.ctx.bundle_files.count("specshim-passwd") == 0);
+  }
+  SECTION("owned by host uid 10001, which is nobody inside: the process cannot write it") {
+    REQUIRE(::chown(pw.c_str(), 10001, 10001) == 0);
+    ::chmod(pw.c_str(), 0664);
+    b.run();
+    REQUIRE(b.ctx.bundle_files.count("specshim-passwd") == 1);
+  }
+  SECTION("group-writable by the mapped gid (host 210001): the image manages it") {
+    REQUIRE(::chown(pw.c_str(), 100000, 210001) == 0);
+    ::chmod(pw.c_str(), 0664);
+    b.run();
+    REQUIRE(b.ctx.bundle_files.count("specshim-passwd") == 0);
+  }
+  SECTION("group-writable by a mapped additional gid (5 → host 200005)") {
+    REQUIRE(::chown(pw.c_str(), 100000, 200005) == 0);
+    ::chmod(pw.c_str(), 0664);
+    b.spec["process"]["user"]["additionalGids"] = {5};
+    b.run();
+    REQUIRE(b.ctx.bundle_files.count("specshim-passwd") == 0);
+  }
+  SECTION("group-writable by host gid 5, which is not the additional gid 5 inside") {
+    REQUIRE(::chown(pw.c_str(), 100000, 5) == 0);
+    ::chmod(pw.c_str(), 0664);
+    b.spec["process"]["user"]["additionalGids"] = {5};
+    b.run();
+    REQUIRE(b.ctx.bundle_files.count("specshim-passwd") == 1);
+  }
+  REQUIRE(b.ctx.bundle_files.count("specshim-group") == 1);
+}
+
+TEST_CASE("passwd in a user namespace: an id outside the mappings is refused and nothing is written") {
+  UsernsBundle b;
+  SECTION("uid") {
+    b.spec["process"]["user"]["uid"] = 70000;
+    REQUIRE_THROWS_WITH(b.run(),
+                        "process.user.uid 70000 is outside linux.uidMappings (0-65535 → 100000-165535): the "
+                        "process cannot run as it in its user namespace, and no entry is written for it");
+  }
+  SECTION("gid") {
+    b.spec["process"]["user"]["gid"] = 65536;
+    REQUIRE_THROWS_WITH(b.run(), Catch::StartsWith("process.user.gid 65536 is outside linux.gidMappings"));
+  }
+  REQUIRE(b.ctx.bundle_files.empty());
+}
+
+TEST_CASE("passwd in a user namespace: container root unmapped leaves the copies root's, readable by all") {
+  UsernsBundle b;
+  b.spec["linux"]["uidMappings"] = Json::parse(R"([{"containerID":1000,"hostID":101000,"size":64536}])");
+  b.run();
+  REQUIRE(b.ctx.bundle_files.at("specshim-passwd").owner == std::nullopt);
+  REQUIRE(b.ctx.bundle_files.at("specshim-passwd").mode == 0644);
+}
+
+TEST_CASE("passwd in a user namespace: a joined namespace whose mappings cannot be known is left alone") {
+  UsernsBundle b;
+  b.spec["linux"] = Json::parse(R"({"namespaces":[{"type":"user","path":"/run/userns/pod-a"}]})");
+  Spec s = b.run();
+  REQUIRE(b.ctx.bundle_files.empty());
+  REQUIRE(s.json()["mounts"].empty());
+}
