@@ -18,6 +18,7 @@
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/userns.h"
 
 namespace specshim {
 namespace {
@@ -238,19 +239,26 @@ class Injector {
   void device_nodes(const std::vector<DeviceNode>& nodes) {
     if (nodes.empty()) return;
     for (const auto& d : nodes) {
-      // Looked up per node: adding linux.resources below inserts into the
-      // `linux` object and moves its members.
-      Json& devices = spec_.array_at({"linux", "devices"});
-      Json entry = oci_device(d);
-      auto same_path = std::find_if(devices.begin(), devices.end(), [&](const Json& e) {
-        return e.is_object() && e.contains("path") && e["path"] == d.path;
-      });
-      if (same_path == devices.end())
-        devices.push_back(entry);
+      if (userns::binds_device(spec_, d.path, d.host_path))
+        userns::erase_device_entry(spec_, d.path);  // its bind mount comes with the mounts
       else
-        *same_path = entry;
+        put_entry(oci_device(d));
       if (d.type == "b" || d.type == "c") put_unique(spec_.array_at({"linux", "resources", "devices"}), oci_rule(d));
     }
+  }
+
+  // put_entry writes a linux.devices entry, replacing one at its path.
+  // Looked up per node: adding linux.resources inserts into the `linux`
+  // object and moves its members.
+  void put_entry(Json entry) {
+    Json& devices = spec_.array_at({"linux", "devices"});
+    auto same_path = std::find_if(devices.begin(), devices.end(), [&](const Json& e) {
+      return e.is_object() && e.contains("path") && e["path"] == entry["path"];
+    });
+    if (same_path == devices.end())
+      devices.push_back(std::move(entry));
+    else
+      *same_path = std::move(entry);
   }
 
   void net_devices(const std::vector<cdi::NetDevice>& nets) {
@@ -389,6 +397,11 @@ class Cdi : public Modifier {
         }
       }
     }
+    // In a user namespace a node whose host file is elsewhere is a bind
+    // mount of that file (userns.h), placed among the mounts like any other.
+    for (const auto& d : edits.device_nodes)
+      if (userns::binds_device(spec, d.path, d.host_path))
+        edits.mounts.push_back({d.host_path, d.path, {std::string(userns::kDeviceBindOption)}, "bind"});
     Injector inject(spec);
     inject.env(edits.env);
     inject.device_nodes(edits.device_nodes);

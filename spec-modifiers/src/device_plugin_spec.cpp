@@ -14,6 +14,7 @@
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/userns.h"
 
 namespace specshim::device_plugin {
 namespace {
@@ -119,30 +120,31 @@ bool merge_annotations(Spec& spec, const PreparedAnswer& a, std::vector<std::str
   return changed;
 }
 
+// merge_mount adds the bind mount m unless a mount is at its destination
+// (one with another source is a conflict), before the first mount below it.
+bool merge_mount(Spec& spec, const Json& m, std::vector<std::string>& conflicts) {
+  std::string dest = m["destination"].get<std::string>();
+  const Json* mounts = spec.find({"mounts"});
+  std::optional<std::size_t> under;  // first mount below dest: the new one goes before it
+  if (mounts && mounts->is_array())
+    for (std::size_t i = 0; i < mounts->size(); ++i) {
+      std::string d = normal(string_field((*mounts)[i], "destination"));
+      if (d == dest) {
+        if (string_field((*mounts)[i], "source") != m["source"].get<std::string>())
+          conflicts.push_back("mount " + dest + ": kept source " + shown(string_field((*mounts)[i], "source")) +
+                              ", not " + shown(m["source"].get<std::string>()));
+        return false;
+      }
+      if (!under && is_under(d, dest)) under = i;
+    }
+  Json& list = spec.array_at({"mounts"});
+  list.insert(under ? list.begin() + static_cast<std::ptrdiff_t>(*under) : list.end(), m);
+  return true;
+}
+
 bool merge_mounts(Spec& spec, const PreparedAnswer& a, std::vector<std::string>& conflicts) {
   bool changed = false;
-  for (const auto& m : a.mounts) {
-    std::string dest = m["destination"].get<std::string>();
-    const Json* mounts = spec.find({"mounts"});
-    std::optional<std::size_t> under;  // first mount below dest: the new one goes before it
-    bool found = false;
-    if (mounts && mounts->is_array())
-      for (std::size_t i = 0; i < mounts->size() && !found; ++i) {
-        std::string d = normal(string_field((*mounts)[i], "destination"));
-        if (d == dest) {
-          found = true;
-          if (string_field((*mounts)[i], "source") != m["source"].get<std::string>())
-            conflicts.push_back("mount " + dest + ": kept source " + shown(string_field((*mounts)[i], "source")) +
-                                ", not " + shown(m["source"].get<std::string>()));
-        } else if (!under && is_under(d, dest)) {
-          under = i;
-        }
-      }
-    if (found) continue;
-    Json& list = spec.array_at({"mounts"});
-    list.insert(under ? list.begin() + static_cast<std::ptrdiff_t>(*under) : list.end(), m);
-    changed = true;
-  }
+  for (const auto& m : a.mounts) changed |= merge_mount(spec, m, conflicts);
   return changed;
 }
 
@@ -158,6 +160,9 @@ bool has_rule(const Spec& spec, const Json& rule) {
   });
 }
 
+// merge_devices adds each device node with its rule. In a user namespace a
+// node whose host file is at another path becomes a bind mount of that file
+// (userns.h); an entry at its path with its numbers is then replaced by it.
 bool merge_devices(Spec& spec, const PreparedAnswer& a, std::vector<std::string>& conflicts) {
   bool changed = false;
   for (const auto& d : a.devices) {
@@ -174,7 +179,14 @@ bool merge_devices(Spec& spec, const PreparedAnswer& a, std::vector<std::string>
         conflicts.push_back("device " + d.path + ": kept " + existing->dump() + ", not " + d.entry.dump());
         continue;  // the rule would open a node the container does not have
       }
-    } else {
+    }
+    if (userns::binds_device(spec, d.path, d.host_path)) {
+      std::string entry_path = existing ? string_field(*existing, "path") : "";
+      std::size_t before = conflicts.size();
+      changed |= merge_mount(spec, userns::device_bind_mount(d.path, d.host_path), conflicts);
+      if (conflicts.size() != before) continue;
+      if (!entry_path.empty()) changed |= userns::erase_device_entry(spec, entry_path);
+    } else if (!existing) {
       spec.array_at({"linux", "devices"}).push_back(d.entry);
       changed = true;
     }
@@ -332,7 +344,7 @@ PreparedAnswer prepare_answer(const kubelet::AllocateResponse& answer, const Nod
     HostNode n = lookup(d.host_path);
     std::string type(1, n.type);
     p.devices.push_back(
-        {normal(d.container_path),
+        {normal(d.container_path), d.host_path,
          Json{{"path", normal(d.container_path)},
               {"type", type},
               {"major", n.major},

@@ -6,6 +6,8 @@
 // a bad one fails here with its index instead of inside runc. It never adds a
 // wildcard rule, never overrides a deny that names the device's major, and leaves
 // rules it did not add untouched and in order. See docs/devices-cgroup.md.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bitset>
 
@@ -14,6 +16,7 @@
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/userns.h"
 
 namespace specshim {
 namespace {
@@ -116,6 +119,28 @@ Entry read_entry(const Json& j, const std::string& where, bool follow_outside_de
   return e;
 }
 
+// check_bound_node: in a user namespace runc bind-mounts the host file at
+// the entry's path (userns.h), so that file must be the device the entry
+// and its rule name; anything else would give the container another device
+// than the one it was given, or fail inside runc.
+void check_bound_node(const Entry& e, const std::string& where) {
+  if (e.type == 'p') return;
+  std::string found;
+  try {
+    HostDevice h = resolve_device(e.path, "/dev", true);
+    if ((h.type == e.type || (e.type == 'u' && h.type == 'c')) && h.major == e.major && h.minor == e.minor) return;
+    found = fmt::format("the host's `{}` is {} {}:{}", e.path, h.type, h.major, h.minor);
+  } catch (const Error& err) {
+    found = describe(err);
+  }
+  throw Error(
+      fmt::format("`{}` ({} {}:{} at `{}`): the container has a user namespace, where runc bind-mounts the "
+                  "host file at the entry's path instead of creating the node, and {}; a node whose host file "
+                  "is elsewhere must come as a bind mount of that file (specshim's cdi and device-plugin write "
+                  "it so)",
+                  where, e.type, e.major, e.minor, e.path, found));
+}
+
 class DevicesCgroup : public Modifier {
  public:
   explicit DevicesCgroup(bool follow_outside_dev) : follow_outside_dev_(follow_outside_dev) {}
@@ -132,12 +157,14 @@ class DevicesCgroup : public Modifier {
     // and most creates add nothing.
     const Json& devices = found->is_array() ? *found : spec.array_at({"linux", "devices"});  // throws: wrong type
     bool all = allows_all(rules);
+    bool userns = userns::has_user_namespace(spec);
     // Appended only after the loop: creating linux.resources inserts into the
     // `linux` object, which would leave `devices` dangling mid-iteration.
     std::vector<Json> additions;
     std::vector<std::pair<std::size_t, Json>> fills;  // by index in linux.devices
     for (std::size_t i = 0; i < devices.size(); ++i) {
       Entry e = read_entry(devices[i], at("linux.devices", i), follow_outside_dev_);
+      if (userns) check_bound_node(e, at("linux.devices", i));
       if (!e.fill.empty()) fills.emplace_back(i, std::move(e.fill));
       if (all || e.type == 'p') continue;
       char type = e.type == 'u' ? 'c' : e.type;

@@ -136,9 +136,10 @@ HostNode stat_host_node(const std::string& host_path);
 // PreparedAnswer is a plugin's answer checked and turned into spec pieces.
 struct PreparedAnswer {
   struct Device {
-    std::string path;
-    Json entry;  // linux.devices[] entry
-    Json rule;   // linux.resources.devices[] allow rule with the answer's permissions
+    std::string path;       // in the container
+    std::string host_path;  // the host node's
+    Json entry;             // linux.devices[] entry
+    Json rule;              // linux.resources.devices[] allow rule with the answer's permissions
   };
   std::vector<std::pair<std::string, std::string>> envs;  // key order
   std::vector<std::pair<std::string, std::string>> annotations;
