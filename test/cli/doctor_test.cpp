@@ -60,7 +60,7 @@ TEST_CASE("doctor --json parses, lists every check, and problems match the exit 
   std::vector<std::string> names;
   for (const auto& c : report["checks"]) names.push_back(c["name"]);
   REQUIRE(names == std::vector<std::string>{"config", "runtime", "cdi", "kubelet", "kernel", "capabilities", "hotplug",
-                                            "containerd"});
+                                            "user-namespaces", "containerd"});
   REQUIRE(report["problems"] == 1);
   REQUIRE(r.exit_code == 1);
 }
@@ -131,15 +131,17 @@ TEST_CASE("doctor: a config that turns every modifier off is a warning naming th
   h.write_config(
       "[chain]\norder = [\"passwd\", \"cdi\"]\n[passwd]\nenabled = false\n[cdi]\nenabled = false\n"
       "[devices-cgroup]\nenabled = false\n");
-  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
-                                      "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
-                                      "leaves out device-plugin, cpuset, env-devices, requirements, devices-cgroup, patches; "
-                                      "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
+  REQUIRE_THAT(h.report(),
+               HasFinding("config", "warn",
+                          "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
+                          "leaves out device-plugin, cpuset, env-devices, requirements, devices-cgroup, patches; "
+                          "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
   h.write_config("[passwd]\nenabled = false\n[cdi]\nenabled = false\n[devices-cgroup]\nenabled = false\n");
-  REQUIRE_THAT(h.report(), HasFinding("config", "warn",
-                                      "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
-                                      "(line 8) are false; device-plugin, cpuset, env-devices, requirements, patches are off "
-                                      "until configured"));
+  REQUIRE_THAT(h.report(),
+               HasFinding("config", "warn",
+                          "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
+                          "(line 8) are false; device-plugin, cpuset, env-devices, requirements, patches are off "
+                          "until configured"));
   h.write_config("[chain]\norder = [\"cdi\"]\n");
   REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "no modifier is on"));
 }
@@ -193,6 +195,43 @@ TEST_CASE("doctor: NVIDIA's runtime behind specshim with specshim's cdi on is a 
   }
   SECTION("runc is not") {
     REQUIRE(finding(h.report(), "runtime", warning).is_null());
+  }
+}
+
+TEST_CASE("doctor: what user-namespaced pods need is reported as information") {
+  FakeHost h;
+  fs::path runtime = h.tmp / "bin/runc";
+  // A runtime whose `features` answers as runc 1.1 does (no mountExtensions),
+  // or as runc 1.2 does (idmap mounts), or not at all (runc 1.0).
+  auto runtime_answering = [&](const std::string& features) {
+    write_file(runtime, "#!/bin/sh\n[ \"$1\" = features ] || { echo 'runc version 1.1.5'; exit 0; }\n" + features,
+               0755);
+    write_file(h.config, "[runtime]\npath = \"" + runtime.string() + "\"\n");
+  };
+  write_file(h.root / "proc/sys/user/max_user_namespaces", "63417\n");
+  SECTION("runc 1.1: user namespaces but no idmap mounts") {
+    runtime_answering("echo '{\"linux\":{\"namespaces\":[\"mount\",\"user\"]}}'\n");
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("user-namespaces", "info", "user namespaces: at most 63417"));
+    REQUIRE_THAT(report, HasFinding("user-namespaces", "info",
+                                    "features`: user namespaces yes, idmap mounts no (runc 1.2+ and crun 1.9+ have "
+                                    "them); containerd 2.x then does not offer the handler to hostUsers: false pods"));
+    REQUIRE_THAT(report, HasFinding("user-namespaces", "info", "kernel "));
+    REQUIRE_THAT(report, HasFinding("user-namespaces", "info", "passwd: entries for user-namespaced containers too"));
+    REQUIRE(report["problems"] == 0);
+  }
+  SECTION("runc 1.2: idmap mounts") {
+    runtime_answering(
+        "echo '{\"linux\":{\"namespaces\":[\"user\"],\"mountExtensions\":{\"idmap\":{\"enabled\":true}}}}'\n");
+    REQUIRE_THAT(h.report(), HasFinding("user-namespaces", "info", "features`: user namespaces yes, idmap mounts yes"));
+  }
+  SECTION("no features command") {
+    runtime_answering("echo 'No help topic for features' >&2; exit 1\n");
+    REQUIRE_THAT(h.report(), HasFinding("user-namespaces", "info", "features` did not answer"));
+  }
+  SECTION("user namespaces turned off") {
+    write_file(h.root / "proc/sys/user/max_user_namespaces", "0\n");
+    REQUIRE_THAT(h.report(), HasFinding("user-namespaces", "info", "user.max_user_namespaces is 0"));
   }
 }
 
@@ -376,9 +415,10 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
     write_file(h.root / "etc/containerd/conf.d/specshim.toml",
                "version = 3\n" + runc + ".options]\n  BinaryName = \"/usr/local/bin/specshim\"\n");
     json report = h.report();
-    REQUIRE_THAT(report,
-                 HasFinding("containerd", "ok",
-                            "conf.d/specshim.toml: runtime `runc`: BinaryName `/usr/local/bin/specshim` is this binary"));
+    REQUIRE_THAT(
+        report,
+        HasFinding("containerd", "ok",
+                   "conf.d/specshim.toml: runtime `runc`: BinaryName `/usr/local/bin/specshim` is this binary"));
     REQUIRE_THAT(report, !HasFinding("containerd", "fail", "runtime_type"));
     // Without any runtime_type, runc is containerd's built-in handler (runc.v2).
     write_file(h.root / "etc/containerd/config.toml",

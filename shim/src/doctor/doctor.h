@@ -78,6 +78,7 @@ Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
 Check check_hotplug(const Host& host);
+Check check_user_namespaces(const Host& host, const Loaded& loaded);
 // check_containerd reads containerd's config (config_file, then the files
 // it imports, as containerd does) for handlers running this binary and for
 // containerd's own CRI CDI injection against the cdi modifier's spec dirs.
