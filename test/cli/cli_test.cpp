@@ -419,6 +419,22 @@ TEST_CASE("help: attach, detach and attached each print their own --help, and re
   REQUIRE_THAT(c.shim({"attached", "--help"}).out, Catch::Contains("--format"));
 }
 
+TEST_CASE("dry-run names the owner a user-namespaced container's passwd copy would get") {
+  Cli c;
+  write_file(c.bundle / "rootfs/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+  write_file(c.bundle / "config.json",
+             R"({"process":{"user":{"uid":10001,"gid":0},"args":["sh"]},"root":{"path":"rootfs"},
+                 "linux":{"namespaces":[{"type":"user"}],"uidMappings":[{"containerID":0,"hostID":100000,"size":65536}],
+                 "gidMappings":[{"containerID":0,"hostID":300000,"size":65536}]}})");
+  c.write_config("[chain]\norder = [\"passwd\"]\n");
+  auto r = c.shim({"dry-run", "--bundle", c.bundle.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.err, Catch::Contains("dry-run: would write " + (c.bundle / "specshim-passwd").string() +
+                                      " (91 bytes, owner 100000:300000)"));
+  REQUIRE_FALSE(fs::exists(c.bundle / "specshim-passwd"));
+}
+
 TEST_CASE("dry-run prints the spec and writes nothing") {
   Cli c;
   auto r = c.shim({"dry-run", "--bundle", c.bundle.string(), "--config", c.config.string()});
