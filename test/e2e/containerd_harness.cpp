@@ -213,6 +213,9 @@ const Tier& tier() {
     if (t.name == "1.6") {  // Debian 12's own
       t.bin = fs::path(E2E_CONTAINERD).parent_path();
       t.error_suffix = ": unknown";
+      // Measured (docs/user-namespaces.md): 1.6.20 does not know CRI's
+      // userns_options; the container's uid_map is `0 0 4294967295`.
+      t.userns = Userns::ignored;
       return t;
     }
     const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
@@ -231,6 +234,15 @@ const Tier& tier() {
     t.cri_cdi = true;
     t.calls_features = t.name != "1.7";
     t.error_suffix = t.name == "1.7" ? ": unknown" : "";
+    // Measured with runc 1.1.5 (docs/user-namespaces.md): 1.7.24 runs the
+    // pod in a user namespace (rootfs a chowned copy of the snapshot; a pod
+    // network is needed: host network fails "unable to set hostname without a
+    // private UTS namespace"). 2.1.9 puts uidMappings on the /etc/hosts,
+    // hostname and resolv.conf binds and refuses every container at
+    // StartContainer ("idmap mounts not supported: missing
+    // `mountExtensions.idmap` entry in `features` command"): runc < 1.2 has
+    // no idmap mounts. With runc >= 1.2 this becomes `runs`.
+    t.userns = t.name == "1.7" ? Userns::runs : Userns::refused_without_idmap;
     return t;
   }();
   return t;
@@ -260,6 +272,8 @@ Containerd::Containerd(Setup setup) : setup_(std::move(setup)), cgroup_root_(cgr
                          "exec " E2E_RUNC " \"$@\"\n",
                      0755);
     set_specshim_config();
+    if (setup_.cni) install_fake_cni();
+    if (setup_.userns) fs::permissions(dir(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     fs::create_directories(dir() / "pods");
     fs::create_directories(cdi_dir());
     write_containerd_config();
@@ -286,13 +300,22 @@ void Containerd::set_specshim_config_file(const std::string& text) {
   test::write_file(dir() / "specshim.toml", text);
 }
 
+void Containerd::install_fake_cni() const {
+  const std::string plugin = test::read_file(E2E_SOURCE_DIR "/test/fakes/fake-cni.sh");
+  for (const char* name : {"specshim-e2e-fake", "loopback"}) test::write_file(dir() / "cni/bin" / name, plugin, 0755);
+  test::write_file(dir() / "cni/net.d/10-specshim-e2e.conflist",
+                   R"({"cniVersion": "1.0.0", "name": "specshim-e2e", "plugins": [{"type": "specshim-e2e-fake"}]})"
+                   "\n");
+}
+
 fs::path Containerd::config_file() const {
   return setup_.on_node ? node_root() / "etc/containerd/config.toml" : dir() / "config.toml";
 }
 
 // The node's own settings, as a node's config has them: a private root,
-// state and socket, debug logs, busybox as the sandbox image, no CNI, and
-// (1.7, 2.x) CRI's CDI on with our spec dir. Then the handler, as shipped.
+// state and socket, debug logs, busybox as the sandbox image, no CNI (the
+// fake's with Setup::cni), and (1.7, 2.x) CRI's CDI on with our spec dir.
+// Then the handler, as shipped.
 void Containerd::write_containerd_config() const {
   const int version = tier().config_version;
   const std::string cri_runtime =
@@ -321,8 +344,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
               "\"\n[" + cri_runtime + "]\n";
   config += "  restrict_oom_score_adj = true\n";
   if (tier().cri_cdi) config += "  enable_cdi = true\n  cdi_spec_dirs = [\"@DIR@/cdi\"]\n";
+  // Pod network namespaces as bind mounts under state/, which the teardown
+  // unmounts with everything else, instead of /run/netns.
+  if (setup_.cni) config += "  netns_mounts_under_state_dir = true\n";
   config += "  [" + cri_runtime + ".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n";
   config += "  [" + cri_runtime + ".cni]\n    bin_dir = \"@DIR@/cni/bin\"\n    conf_dir = \"@DIR@/cni/net.d\"\n";
+  // 2.x brings up lo itself; 1.x runs the `loopback` plugin (the fake).
+  if (setup_.cni && version == 3) config += "    use_internal_loopback = true\n";
   for (auto at = config.find("@DIR@"); at != std::string::npos; at = config.find("@DIR@", at))
     config.replace(at, 5, dir().string());
   if (setup_.handler && version == 2)

@@ -23,6 +23,14 @@
 
 namespace specshim::e2e {
 
+// Userns is what a tier's containerd does with a `hostUsers: false` pod
+// (CRI userns_options) on this host's runc (Debian 12's 1.1.5).
+enum class Userns {
+  ignored,                // the pod runs, in the host's user namespace
+  runs,                   // the pod runs in a user namespace with the requested mappings
+  refused_without_idmap,  // StartContainer fails: the runtime's `features` lack idmap mounts
+};
+
 // Tier is the containerd the e2e binary drives. Every case runs on every
 // tier; what differs between containerd versions is asserted from here.
 struct Tier {
@@ -36,6 +44,8 @@ struct Tier {
   bool calls_features = false;
   // error_suffix follows the runtime's message in CRI errors (": unknown" on 1.x).
   std::string error_suffix;
+  // userns: a pod with userns_options (which also needs Setup::cni).
+  Userns userns = Userns::ignored;
 };
 
 // tier: this binary's tier (tier_name()), its binaries found in
@@ -58,8 +68,9 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
 // root/, state/, containerd.sock, config.toml, containerd.log, and for
 // specshim: specshim.toml (its SPECSHIM_CONFIG), specshim.log (its debug
 // log), runtime-calls.log (argv of every runc call specshim made, through a
-// recording wrapper set as specshim's [runtime] path). No CNI: host-network
-// pods only. restrict_oom_score_adj: this VM lacks CAP_SYS_RESOURCE.
+// recording wrapper set as specshim's [runtime] path). No CNI unless
+// Setup::cni: host-network pods only. restrict_oom_score_adj: this VM lacks
+// CAP_SYS_RESOURCE.
 //
 // The constructor returns once CRI answers and the busybox image is imported
 // into the ctr namespace and k8s.io and known to CRI. The destructor tears
@@ -80,6 +91,16 @@ struct Setup {
   bool on_node = false;
   // install runs after the config is written and before containerd starts.
   std::function<void(const class Containerd&)> install;
+  // cni: a pod network for pods that ask for one (network POD), from
+  // test/fakes/fake-cni.sh in dir()/cni/bin and a conflist in cni/net.d: an
+  // empty network namespace, no interface made, no traffic. The namespaces
+  // are mounted under state/ (netns_mounts_under_state_dir), not /run/netns.
+  bool cni = false;
+  // userns: dir() searchable by all (0711, a temp dir is 0700): runc's init,
+  // as the mapped root of a pod's user namespace, reaches the rootfs under
+  // state/ (containerd keeps the dirs below it searchable or group-owned by
+  // the mapped root).
+  bool userns = false;
 };
 
 class Containerd {
@@ -122,6 +143,7 @@ class Containerd {
 
  private:
   void write_containerd_config() const;
+  void install_fake_cni() const;
   void start();
   void import_image();
   bool alive();

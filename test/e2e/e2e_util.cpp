@@ -49,11 +49,12 @@ std::string join(const std::vector<std::string>& lines) {
 std::string specshim_config_error(const Containerd& c) {
   // dry-run reports the same describe() text a create logs, after its own
   // prefix; the config is read before the bundle, so no bundle is needed.
-  auto r = test::run_process({SPECSHIM_BINARY, "dry-run", "--bundle", "/nonexistent", "--config",
-                              (c.dir() / "specshim.toml").string()});
+  auto r = test::run_process(
+      {SPECSHIM_BINARY, "dry-run", "--bundle", "/nonexistent", "--config", (c.dir() / "specshim.toml").string()});
   const std::string marker = "specshim dry-run: ";
   auto at = r.err.find(marker);
-  if (r.exit_code != 1 || at == std::string::npos) throw std::runtime_error("specshim dry-run found no config error:\n" + r.err);
+  if (r.exit_code != 1 || at == std::string::npos)
+    throw std::runtime_error("specshim dry-run found no config error:\n" + r.err);
   auto end = r.err.find('\n', at);
   return "specshim: " + r.err.substr(at + marker.size(), end - at - marker.size());
 }
@@ -132,6 +133,10 @@ Pod::Pod(Containerd& c, const std::string& name, const std::map<std::string, std
     : c(c), config(c.pod_config(name)) {
   for (const auto& [k, v] : annotations) (*config.mutable_annotations())[k] = v;
   id = c.cri().run_pod_sandbox(config, handler);
+}
+
+Pod::Pod(Containerd& c, cri::PodSandboxConfig config, const std::string& handler) : c(c), config(std::move(config)) {
+  id = c.cri().run_pod_sandbox(this->config, handler);
 }
 
 Pod::~Pod() {

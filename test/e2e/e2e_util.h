@@ -66,6 +66,8 @@ std::string bundle_config(const Containerd& c, const std::string& id);
 struct Pod {
   Pod(Containerd& c, const std::string& name, const std::map<std::string, std::string>& annotations = {},
       const std::string& handler = kHandler);
+  // A pod from a sandbox config of the test's own (c.pod_config() changed).
+  Pod(Containerd& c, cri::PodSandboxConfig config, const std::string& handler = kHandler);
   ~Pod();
   Pod(const Pod&) = delete;
   Pod& operator=(const Pod&) = delete;
