@@ -76,7 +76,8 @@ struct Entry {
   char type;  // b, c, u or p
   std::int64_t major;
   std::int64_t minor;
-  Json fill = Json::object();  // what the entry left out, from the host node
+  Json fill = Json::object();                     // what the entry left out, from the host node
+  std::optional<HostDevice> host = std::nullopt;  // the host node at path, when looked up to fill
 };
 
 // read_entry validates linux.devices[i] and finds what it leaves out (type,
@@ -106,6 +107,7 @@ Entry read_entry(const Json& j, const std::string& where, bool follow_outside_de
     } catch (...) {
       std::throw_with_nested(Error("complete `" + where + "` (" + e.path + ")"));
     }
+    e.host = h;
     std::string host_type(1, h.type);
     if (!type.empty() && type != host_type && !(type == "u" && host_type == "c"))
       throw Error("`" + where + "` (" + e.path + "): type " + type + ", but the host node is of type " + host_type);
@@ -127,7 +129,7 @@ void check_bound_node(const Entry& e, const std::string& where) {
   if (e.type == 'p') return;
   std::string found;
   try {
-    HostDevice h = resolve_device(e.path, "/dev", true);
+    HostDevice h = e.host ? *e.host : resolve_device(e.path, "/dev", true);  // looked up once
     if ((h.type == e.type || (e.type == 'u' && h.type == 'c')) && h.major == e.major && h.minor == e.minor) return;
     found = fmt::format("the host's `{}` is {} {}:{}", e.path, h.type, h.major, h.minor);
   } catch (const Error& err) {
