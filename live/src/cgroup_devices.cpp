@@ -206,7 +206,7 @@ std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo) {
     if (!(f >> id >> parent >> dev >> root >> point >> options)) continue;
     while (f >> word && word != "-") {
     }
-    MountEntry m{unescape(root), unescape(point), "", ""};
+    MountEntry m{unescape(root), unescape(point), "", "", options};
     if (f >> m.fstype >> source >> m.super_options) out.push_back(std::move(m));
   }
   return out;

@@ -414,6 +414,32 @@ ContainerState runtime_state(const std::filesystem::path& runtime, const std::st
   }
 }
 
+std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, const std::string& root) {
+  std::vector<std::string> argv = {runtime.string()};
+  if (!root.empty()) argv.insert(argv.end(), {"--root", root});
+  argv.insert(argv.end(), {"list", "--format", "json"});
+  std::string what = q(runtime.filename().string() + " list");
+  CommandResult r = run_command(argv, 10s);
+  if (r.timed_out) throw Error(what + " did not answer within 10 s");
+  if (r.exit_code != 0) throw Error(what + ": " + runtime_message(r.err));
+  std::vector<ContainerState> out;
+  try {
+    Json j = Json::parse(r.out);
+    if (j.is_null()) return out;  // runc prints null when it knows no container
+    for (const auto& c : j) {
+      ContainerState s;
+      s.id = c.at("id").get<std::string>();
+      s.status = c.at("status").get<std::string>();
+      s.pid = c.value("pid", 0);
+      s.bundle = c.at("bundle").get<std::string>();
+      out.push_back(std::move(s));
+    }
+  } catch (const std::exception& e) {
+    throw Error(what + " printed no container list: " + json_cause(e));
+  }
+  return out;
+}
+
 void require_live(const ContainerState& state) {
   if (state.status != "created" && state.status != "running")
     throw Error("container " + q(state.id) + " is " + state.status + ", not created or running");

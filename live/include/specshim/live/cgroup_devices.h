@@ -24,7 +24,8 @@ struct MountEntry {
   std::string point;  // where
   std::string fstype;
   std::string super_options;  // "rw,devices"
-  bool has_option(std::string_view option) const;
+  std::string options;        // the mount's own: "rw,nosuid,nodev"
+  bool has_option(std::string_view option) const;  // in super_options
 };
 std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo);
 

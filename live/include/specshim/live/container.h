@@ -40,6 +40,11 @@ struct ContainerState {
 // the runtime's own message.
 ContainerState runtime_state(const std::filesystem::path& runtime, const std::string& root, const std::string& id);
 
+// runtime_list runs the runtime's `list --format json` (without --root when
+// root is empty): every container it knows, in its order. Throws Error
+// quoting the runtime's own message.
+std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, const std::string& root);
+
 // require_live throws Error naming the container unless it is created or
 // running (a stopped container has no namespaces to enter).
 void require_live(const ContainerState& state);
