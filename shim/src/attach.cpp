@@ -115,16 +115,7 @@ class BundleLock {
 };
 
 std::optional<Record> read_record(const Target& t) {
-  sfs::path file = t.state.bundle / kRecordFile;
-  struct stat st {};
-  if (::lstat(file.c_str(), &st) != 0) {
-    if (errno == ENOENT) return std::nullopt;
-    throw_errno("stat " + q(file.string()));
-  }
-  Record r = parse_record(fs::read_regular_file(file, 4 << 20), file.string());
-  if (r.container != t.id)
-    throw Error("record " + q(file.string()) + " is for container " + q(r.container) + ", not " + q(t.id));
-  return r;
+  return attach::read_record(t.state.bundle, t.id);
 }
 
 void write_record(const Target& t, const Record& r) {
@@ -166,9 +157,7 @@ live::DeviceRule rule_of(const RecordedDevice& d, bool allow = true, std::string
 }
 
 std::vector<live::DeviceRule> effective(const Target& t, const std::vector<RecordedDevice>& devices) {
-  std::vector<live::DeviceRule> rules = live::container_rules(t.spec);
-  for (const auto& d : devices) rules.push_back(rule_of(d));
-  return rules;
+  return enforced_rules(t.spec, devices);
 }
 
 // missing is the part of d's access that rules do not grant.

@@ -5,10 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "specshim/live/device_rules.h"
+#include "specshim/spec.h"
 
 namespace specshim::shim::attach {
 
@@ -79,5 +83,16 @@ struct Record {
 std::string record_json(const Record& r);
 // parse_record reads a record; throws Error naming file and the field.
 Record parse_record(std::string_view text, const std::string& file);
+
+// read_record reads <bundle>/specshim-attached.json: nullopt when there is
+// none. It takes no lock: the record is replaced atomically, so a reader
+// sees the old record or the new one. Throws Error when the file cannot be
+// read, is malformed, or is the record of another container than id.
+std::optional<Record> read_record(const std::filesystem::path& bundle, const std::string& id);
+
+// enforced_rules are the device rules a container's cgroups hold while
+// devices are attached: the rules runc applied from the spec
+// (live::container_rules), then one allow rule per attached device.
+std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector<RecordedDevice>& devices);
 
 }  // namespace specshim::shim::attach

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The --device argument and <bundle>/specshim-attached.json.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 
 #include "attach.h"
 #include "specshim/error.h"
+#include "specshim/fs.h"
 #include "specshim/spec.h"
 
 namespace specshim::shim::attach {
@@ -181,6 +185,25 @@ Record parse_record(std::string_view text, const std::string& file) {
         {get<std::string>(j, "cdi", w), get<std::string>(j, "edit", w), get<std::string>(j, "value", w)});
   }
   return r;
+}
+
+std::optional<Record> read_record(const std::filesystem::path& bundle, const std::string& id) {
+  std::filesystem::path file = bundle / kRecordFile;
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw_errno("stat `" + file.string() + "`");
+  }
+  Record r = parse_record(fs::read_regular_file(file, 4 << 20), file.string());
+  if (r.container != id)
+    throw Error("record `" + file.string() + "` is for container `" + r.container + "`, not `" + id + "`");
+  return r;
+}
+
+std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector<RecordedDevice>& devices) {
+  std::vector<live::DeviceRule> rules = live::container_rules(spec);
+  for (const auto& d : devices) rules.push_back(live::DeviceRule{true, d.type, d.major, d.minor, d.permissions});
+  return rules;
 }
 
 }  // namespace specshim::shim::attach

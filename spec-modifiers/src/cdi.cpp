@@ -44,9 +44,9 @@ void add_names(const std::string& key, const std::string& value, bool empty_ok, 
   }
 }
 
-// requested_devices lists the qualified names asked for, without repeats:
-// the cdi.k8s.io/* annotations in key order, then specshim.io/cdi-devices.
-std::vector<std::string> requested_devices(const Spec& spec) {
+}  // namespace
+
+std::vector<std::string> cdi::requested_devices(const Spec& spec) {
   const Json* annotations = spec.find({"annotations"});
   if (!annotations || !annotations->is_object()) return {};
   std::vector<std::string> keys;
@@ -64,6 +64,8 @@ std::vector<std::string> requested_devices(const Spec& spec) {
     add_names(cdi::kDevicesAnnotation, value_of(cdi::kDevicesAnnotation), true, names);
   return names;
 }
+
+namespace {
 
 // ---- containerEdits → OCI ----
 
@@ -348,7 +350,7 @@ class Cdi : public Modifier {
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
-    std::vector<std::string> requested = requested_devices(spec);
+    std::vector<std::string> requested = cdi::requested_devices(spec);
     if (requested.empty() && ctx.device_requests.empty()) return;
     if (cache_) cache_->read_only(ctx.dry_run);
     std::vector<std::string> wanted = requested;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "settings.h"
+#include "status.h"
 #include "specshim/cpuset.h"
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
@@ -18,11 +19,10 @@
 
 namespace specshim::shim::doctor {
 
-// Status orders findings: a check is as bad as its worst finding (a check
-// with nothing but notes is info), and any fail makes doctor exit 1.
-enum class Status { info, ok, warn, fail };
-
-std::string_view status_name(Status s);
+// Status (status.h): a check is as bad as its worst finding (a check with
+// nothing but notes is info), and any fail makes doctor exit 1.
+using shim::Status;
+using shim::status_name;
 
 // Finding is one line of the report. details are what it counted (device
 // names, device IDs): in the JSON always, in the text with --verbose.

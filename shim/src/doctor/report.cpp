@@ -5,7 +5,7 @@
 
 #include "doctor/doctor.h"
 
-namespace specshim::shim::doctor {
+namespace specshim::shim {
 
 std::string_view status_name(Status s) {
   switch (s) {
@@ -20,6 +20,10 @@ std::string_view status_name(Status s) {
   }
   return "?";
 }
+
+}  // namespace specshim::shim
+
+namespace specshim::shim::doctor {
 
 Status Check::status() const {
   Status worst = Status::info;

@@ -31,6 +31,12 @@ namespace specshim::cdi {
 inline constexpr const char* kAnnotationPrefix = "cdi.k8s.io/";
 inline constexpr const char* kDevicesAnnotation = "specshim.io/cdi-devices";
 
+// requested_devices lists the qualified names a spec asks for, without
+// repeats: the cdi.k8s.io/* annotations in key order, then
+// kDevicesAnnotation. Throws Error naming an annotation that is not a string
+// or holds an invalid name.
+std::vector<std::string> requested_devices(const Spec& spec);
+
 // ---- names: VENDOR/CLASS=NAME ----
 
 struct QualifiedName {
