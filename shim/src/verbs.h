@@ -34,6 +34,11 @@ int attach_main(const std::vector<std::string>& argv);
 int detach_main(const std::vector<std::string>& argv);
 int attached_main(const std::vector<std::string>& argv);
 
+// diagnose_main: specshim diagnose [--root DIR] [--config FILE] [--format text|json] [--sysfs DIR]
+// (CONTAINER-ID | --pod NS/NAME [--container NAME]) [--device PATH]... [--cdi NAME]...
+// (shim/src/diagnose/, docs/diagnose.md)
+int diagnose_main(const std::vector<std::string>& argv);
+
 // OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
 // whole argv.
 struct OwnVerb {

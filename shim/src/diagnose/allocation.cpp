@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// The allocation layer: what the kubelet granted a CRI container (its device
+// manager checkpoint: device IDs and the plugin's cached Allocate answer)
+// and whether each granted node, mount, env and CDI name reached the spec.
+// The checkpoint is a file: no kubelet call is made.
+#include <algorithm>
+
+#include "diagnose/diagnose.h"
+#include "specshim/cdi.h"
+#include "specshim/error.h"
+#include "specshim/kubelet/checkpoint.h"
+#include "specshim/kubelet/client.h"
+
+namespace specshim::shim::diagnose {
+namespace {
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+// last_env is the value the process gets for key: the last KEY= entry.
+std::optional<std::string> last_env(const Spec& spec, const std::string& key) {
+  std::optional<std::string> value;
+  if (const Json* env = spec.find({"process", "env"}); env && env->is_array())
+    for (const auto& e : *env)
+      if (e.is_string()) {
+        const auto& s = e.get_ref<const std::string&>();
+        if (s.size() > key.size() && s.compare(0, key.size(), key) == 0 && s[key.size()] == '=')
+          value = s.substr(key.size() + 1);
+      }
+  return value;
+}
+
+void check_answer(const Container& c, const kubelet::CheckpointEntry& e, Report& r, std::vector<Device>& out) {
+  const kubelet::AllocateResponse& a = *e.alloc;
+  std::string by = "kubelet " + q(e.resource);
+  for (const auto& spec_device : a.devices) {
+    std::string how = in_spec(c.spec, spec_device.container_path);
+    auto d = host_device(spec_device.host_path, spec_device.container_path, by);
+    if (!d) {
+      r.add(kAllocation, spec_device.container_path, Status::fail,
+            by + " granted host node " + q(spec_device.host_path) + ", which is not a device node on this host now",
+            "the device plugin answered with a node that is gone; check the plugin and the driver");
+      continue;
+    }
+    d->access = open_access(spec_device.permissions);
+    if (how.empty())
+      r.add(kAllocation, d->path, Status::fail,
+            by + " granted " + q(spec_device.host_path) + "; the spec has no entry for " + d->path,
+            "the runtime did not add the plugin's answer: containerd does so for CRI; outside it, the device-plugin "
+            "modifier");
+    else
+      r.add(kAllocation, d->path, Status::ok,
+            by + " granted " + q(spec_device.host_path) + ": in the spec (" + how + ")");
+    d->bind = userns::binds_device(c.spec, d->path, d->host_path);
+    out.push_back(std::move(*d));
+  }
+  for (const auto& [key, value] : a.envs) {
+    auto got = last_env(c.spec, key);
+    if (!got)
+      r.add(kAllocation, key, Status::fail, by + " set " + key + "=" + value + "; the process has no " + key,
+            "the runtime did not add the plugin's env");
+    else if (*got != value)
+      r.add(
+          kAllocation, key, Status::fail,
+          by + " set " + key + "=" + value + "; the process gets " + key + "=" + *got + " (a later entry overrides it)",
+          "the pod spec overrides what the device plugin set; remove it, or set [device-plugin] protect-env = "
+          "\"fail\"");
+    else
+      r.add(kAllocation, key, Status::ok, by + " set " + key + "=" + value + ": the process has it");
+  }
+  for (const auto& m : a.mounts) {
+    if (in_spec(c.spec, m.container_path).empty())
+      r.add(kAllocation, m.container_path, Status::fail,
+            by + " mounted " + q(m.host_path) + "; the spec has no mount there",
+            "the runtime did not add the plugin's mounts");
+  }
+  if (!a.cdi_devices.empty()) {
+    std::vector<std::string> requested;
+    try {
+      requested = cdi::requested_devices(c.spec);
+    } catch (const Error&) {
+    }
+    for (const auto& name : a.cdi_devices)
+      if (std::find(requested.begin(), requested.end(), name) == requested.end())
+        r.add(kAllocation, name, Status::fail,
+              by + " answered with CDI device " + q(name) + "; the spec does not ask for it",
+              "the plugin's CDIDevices reach a container through containerd's CDI support or specshim's device-plugin "
+              "+ cdi modifiers");
+      else
+        r.add(kAllocation, name, Status::ok, by + " answered with CDI device " + q(name) + ": requested in the spec");
+  }
+}
+
+}  // namespace
+
+std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r) {
+  std::vector<Device> out;
+  const auto& id = c.identity;
+  if (auto from = c.spec.annotation(device_plugin::kDevicesFrom))
+    r.add(kAllocation, "sibling", Status::info,
+          "takes the devices of container " + q(*from) + " (" + device_plugin::kDevicesFrom +
+              "): diagnose that container for its grant");
+  if (!id.cri) {
+    r.add(kAllocation, "kubelet", Status::info, "not created through CRI: no kubelet allocation to compare with");
+    return out;
+  }
+  if (id.uid.empty()) {
+    r.add(kAllocation, "kubelet", Status::info,
+          "the spec has no io.kubernetes.cri.sandbox-uid (containerd < 1.6.11): the checkpoint cannot be matched");
+    return out;
+  }
+  auto file = kubelet::checkpoint_file(setup.kubelet_root);
+  std::vector<kubelet::CheckpointEntry> entries;
+  try {
+    auto cp = kubelet::Checkpoint::read(file);
+    if (!cp) {
+      r.add(kAllocation, "kubelet", Status::info,
+            "no device manager checkpoint at " + q(file.string()) +
+                ": no device plugin has granted anything on this node");
+      return out;
+    }
+    entries = cp->entries(id.uid, id.container);
+  } catch (const Error& e) {
+    r.add(kAllocation, "kubelet", Status::warn, std::string("cannot read the kubelet's grant: ") + e.what(),
+          "[kubelet] root in the config must be the kubelet's --root-dir");
+    return out;
+  }
+  if (entries.empty()) {
+    r.add(kAllocation, "kubelet", Status::info,
+          "the kubelet granted container " + q(id.container) + " of pod " + q(id.pod.str()) +
+              " no device-plugin resource");
+    return out;
+  }
+  for (const auto& e : entries) {
+    r.add(kAllocation, e.resource, Status::info, "granted " + join(e.device_ids, ", "));
+    if (!e.alloc) {
+      r.add(kAllocation, e.resource, Status::info, "the checkpoint holds no Allocate answer for it (kubelet < 1.20)");
+      continue;
+    }
+    check_answer(c, e, r, out);
+  }
+  return out;
+}
+
+}  // namespace specshim::shim::diagnose

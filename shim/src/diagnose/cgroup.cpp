@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cgroup layer: would the container's cgroups let open(2) through for
+// the device? cgroup v1 from the container's own devices.list; cgroup v2
+// from the rules runc (spec) and attach (record) installed, decided as the
+// program runc compiles decides, plus how many device programs are attached;
+// systemd's DeviceAllow= when systemd owns the container's unit.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <charconv>
+#include <sstream>
+
+#include "diagnose/diagnose.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/live/device_rules.h"
+
+namespace specshim::shim::diagnose {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+// denied is the part of access the rules do not allow ("" when all of it is allowed).
+std::string denied(const std::vector<live::DeviceRule>& rules, const Device& d) {
+  std::string out;
+  for (char a : d.access)
+    if (!live::reference_decision(rules, live::Access{d.type, d.major, d.minor, a})) out += a;
+  return out;
+}
+
+std::optional<std::int64_t> number_or_any(std::string_view s) {
+  if (s == "*") return std::nullopt;
+  std::int64_t v = -1;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+constexpr const char* kRuleHint =
+    "the spec needs a linux.resources.devices allow rule for it (CDI and device plugins add one with the node); "
+    "for a running container: `specshim attach`";
+
+void check_v1(const Container& c, const Device& d, Report& r, std::string_view layer) {
+  auto file = *c.cgroups.v1_devices / "devices.list";
+  std::vector<live::DeviceRule> rules;
+  try {
+    std::istringstream lines(fs::read_regular_file(file, 1 << 20));
+    for (std::string line; std::getline(lines, line);) {
+      // "c 195:0 rwm", "a *:* rwm": the exceptions (or "a" when everything is allowed)
+      std::istringstream f(line);
+      std::string type, nums, access;
+      if (!(f >> type >> nums >> access) || type.size() != 1) continue;
+      auto colon = nums.find(':');
+      if (colon == std::string::npos) continue;
+      rules.push_back(live::DeviceRule{true, type[0], number_or_any(nums.substr(0, colon)),
+                                       number_or_any(nums.substr(colon + 1)), access});
+    }
+  } catch (const Error& e) {
+    r.add(layer, d.path, Status::warn, std::string("cgroup v1: ") + e.what(), "");
+    return;
+  }
+  std::string no = denied(rules, d);
+  if (no.empty())
+    r.add(layer, d.path, Status::ok,
+          "devices.list of " + c.cgroups.v1_devices->string() + " allows " + numbers(d) + " " + d.access);
+  else
+    r.add(layer, d.path, Status::fail,
+          "devices.list of " + c.cgroups.v1_devices->string() + " does not allow " + numbers(d) + " " + no, kRuleHint);
+}
+
+void check_v2(const Container& c, const Device& d, Report& r, std::string_view layer) {
+  const auto& dir = *c.cgroups.unified;
+  std::vector<std::uint32_t> programs;
+  try {
+    programs = live::attached_device_programs(dir);
+  } catch (const Error& e) {
+    r.add(layer, d.path, Status::warn, std::string("cgroup v2: ") + e.what(), "");
+    return;
+  }
+  if (programs.empty()) {
+    // On a hybrid host runc filters with the v1 controller alone; on a pure v2 host this is worth saying.
+    if (!c.cgroups.v1_devices)
+      r.add(layer, d.path, Status::info, "no device program on " + dir.string() + ": cgroup v2 filters no device here");
+    return;
+  }
+  std::vector<live::DeviceRule> rules;
+  try {
+    rules = attach::enforced_rules(c.spec, c.record ? c.record->devices : std::vector<attach::RecordedDevice>{});
+  } catch (const Error& e) {
+    r.add(layer, d.path, Status::warn, std::string("cannot read the spec's device rules: ") + e.what(), "");
+    return;
+  }
+  std::string whose = c.record && !c.record->devices.empty() ? "the spec's and attach's rules" : "the spec's rules";
+  std::string no = denied(rules, d);
+  if (!no.empty()) {
+    r.add(layer, d.path, Status::fail,
+          "the device program on " + dir.string() + " (built from " + whose + ") denies " + numbers(d) + " " + no,
+          kRuleHint);
+    return;
+  }
+  r.add(layer, d.path, Status::ok,
+        "the device program on " + dir.string() + " (built from " + whose + ") allows " + numbers(d) + " " + d.access);
+  if (programs.size() > 1)
+    r.add(layer, d.path, Status::warn,
+          std::to_string(programs.size()) + " device programs are attached to " + dir.string() +
+              ": each must allow the access, and only runc's rules are known",
+          "`bpftool cgroup show " + dir.string() + "` lists them; another agent (a device plugin?) attached one");
+}
+
+void check_systemd(const Container& c, const Device& d, Report& r, std::string_view layer) {
+  const std::string& unit = c.cgroups.systemd_unit;
+  live::CommandResult out;
+  try {
+    out = live::run_command({"systemctl", "show", "--property=DeviceAllow", "--value", unit}, 5s);
+  } catch (const Error& e) {
+    r.add(layer, d.path, Status::warn, "systemd unit " + q(unit) + ": " + e.what(), "");
+    return;
+  }
+  if (out.exit_code != 0) {
+    r.add(layer, d.path, Status::warn, "systemctl show " + q(unit) + " failed: " + out.err, "");
+    return;
+  }
+  std::string proc_devices;
+  try {
+    proc_devices = fs::read_regular_file("/proc/devices", 1 << 16);
+  } catch (const Error&) {
+  }
+  std::string no;
+  for (char a : d.access)
+    if (!systemd_allows(out.out, proc_devices, d.type, d.major, d.minor, a)) no += a;
+  if (no.empty())
+    r.add(layer, d.path, Status::ok, "DeviceAllow= of " + q(unit) + " allows " + numbers(d) + " " + d.access);
+  else
+    r.add(layer, d.path, Status::fail, "DeviceAllow= of " + q(unit) + " does not allow " + numbers(d) + " " + no,
+          "a `systemctl daemon-reload` rewrites the unit's device rules from DeviceAllow=; `specshim attach` sets it");
+}
+
+}  // namespace
+
+bool systemd_allows(std::string_view device_allow, std::string_view proc_devices, char type, std::int64_t major,
+                    std::int64_t minor, char access) {
+  // The majors /proc/devices gives a driver name ("195 nvidia-frontend"), per type.
+  auto majors_of = [&](std::string_view name, char t) {
+    std::vector<std::int64_t> out;
+    std::istringstream lines{std::string(proc_devices)};
+    char section = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "Character devices:") section = 'c';
+      if (line == "Block devices:") section = 'b';
+      std::istringstream f(line);
+      std::int64_t m;
+      std::string n;
+      if (section == t && f >> m >> n && n == name) out.push_back(m);
+    }
+    return out;
+  };
+  std::istringstream entries{std::string(device_allow)};
+  for (std::string entry; std::getline(entries, entry);) {
+    // "/dev/char/195:0 rw", "char-nvidia-frontend rw", "/dev/nvidia0 rwm"; several may share a line
+    std::istringstream f(entry);
+    std::string spec, perms;
+    while (f >> spec >> perms) {
+      if (spec.rfind("DeviceAllow=", 0) == 0) spec = spec.substr(12);
+      if (perms.find(access) == std::string::npos) continue;
+      for (auto [prefix, t] : {std::pair{std::string("/dev/char/"), 'c'}, std::pair{std::string("/dev/block/"), 'b'}})
+        if (spec.rfind(prefix, 0) == 0 && t == type) {
+          std::string nums = spec.substr(prefix.size());
+          auto colon = nums.find(':');
+          if (colon == std::string::npos) continue;
+          auto M = number_or_any(nums.substr(0, colon)), m = number_or_any(nums.substr(colon + 1));
+          if ((!M || *M == major) && (!m || *m == minor)) return true;
+        }
+      for (auto [prefix, t] : {std::pair{std::string("char-"), 'c'}, std::pair{std::string("block-"), 'b'}})
+        if (spec.rfind(prefix, 0) == 0 && t == type) {
+          std::string name = spec.substr(prefix.size());
+          if (name == "*") return true;
+          std::int64_t n = -1;
+          auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+          if (ec == std::errc() && end == name.data() + name.size() && n == major) return true;
+          for (auto M : majors_of(name, t))
+            if (M == major) return true;
+        }
+      if (spec.rfind("/dev/", 0) == 0 && spec.rfind("/dev/char/", 0) != 0 && spec.rfind("/dev/block/", 0) != 0) {
+        struct stat st {};
+        if (::stat(spec.c_str(), &st) == 0 && (S_ISBLK(st.st_mode) ? 'b' : 'c') == type &&
+            (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && static_cast<std::int64_t>(::major(st.st_rdev)) == major &&
+            static_cast<std::int64_t>(::minor(st.st_rdev)) == minor)
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+void check_cgroup(const Container& c, const Device& d, Report& r, std::string_view layer) {
+  if (!d.numbers_known) return;  // the node layer said why
+  if (c.cgroups.v1_devices) check_v1(c, d, r, layer);
+  if (c.cgroups.unified) check_v2(c, d, r, layer);
+  if (!c.cgroups.systemd_unit.empty() && live::systemd_is_pid1()) check_systemd(c, d, r, layer);
+  if (!c.cgroups.v1_devices && !c.cgroups.unified)
+    r.add(layer, d.path, Status::warn,
+          "found neither a v1 devices cgroup nor a cgroup2 directory for the container's process",
+          "is /sys/fs/cgroup mounted in this mount namespace?");
+}
+
+}  // namespace specshim::shim::diagnose

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Finding the container (by id, or by its pod's CRI annotations) and
+// reading it once: runtime state, spec, attach record, process, cgroups and
+// mount table.
+#include <algorithm>
+
+#include "diagnose/diagnose.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+
+namespace specshim::shim::diagnose {
+namespace {
+
+namespace sfs = std::filesystem;
+
+constexpr std::size_t kMaxSpecBytes = 64 << 20;
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+std::string annotation(const Spec& spec, std::string_view key) {
+  return spec.annotation(key).value_or("");
+}
+
+Spec read_spec(const sfs::path& bundle, const std::string& id) {
+  sfs::path file = bundle / "config.json";
+  try {
+    return Spec::parse(fs::read_regular_file(file, kMaxSpecBytes));
+  } catch (const Error& e) {
+    throw CannotInspect("container " + q(id) + ": read " + q(file.string()) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, std::string_view container) {
+  if (annotation(spec, "io.kubernetes.cri.container-type") == "sandbox") return false;
+  return annotation(spec, "io.kubernetes.cri.sandbox-namespace") == ns &&
+         annotation(spec, "io.kubernetes.cri.sandbox-name") == name &&
+         (container.empty() || annotation(spec, "io.kubernetes.cri.container-name") == container);
+}
+
+std::string find_container(const Setup& setup, const Options& o) {
+  if (o.pod.empty()) return o.id;
+  auto slash = o.pod.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == o.pod.size() ||
+      o.pod.find('/', slash + 1) != std::string::npos)
+    throw CannotInspect("--pod " + q(o.pod) + ": give NAMESPACE/NAME");
+  std::string ns = o.pod.substr(0, slash), name = o.pod.substr(slash + 1);
+  std::vector<live::ContainerState> all;
+  try {
+    all = live::runtime_list(setup.runtime, setup.runtime_root);
+  } catch (const Error& e) {
+    throw CannotInspect(e.what());
+  }
+  std::vector<std::pair<std::string, std::string>> found;  // id, container name
+  for (const auto& s : all) {
+    Spec spec;
+    try {
+      spec = Spec::parse(fs::read_regular_file(s.bundle / "config.json", kMaxSpecBytes));
+    } catch (const Error&) {
+      continue;  // a container being deleted: its bundle may be gone
+    }
+    if (pod_matches(spec, ns, name, o.container))
+      found.emplace_back(s.id, annotation(spec, "io.kubernetes.cri.container-name"));
+  }
+  std::string which = "pod " + q(o.pod) + (o.container.empty() ? "" : " container " + q(o.container));
+  std::string where = setup.runtime_root.empty() ? "the runtime's default root" : q(setup.runtime_root);
+  if (found.empty())
+    throw CannotInspect(which + ": no container of the runtime under " + where +
+                        " has its io.kubernetes.cri.sandbox-namespace/-name" +
+                        (o.container.empty() ? "" : "/container-name") + " annotations");
+  if (found.size() > 1) {
+    std::string list;
+    for (const auto& [id, cname] : found) list += (list.empty() ? "" : ", ") + q(cname) + " " + id;
+    throw CannotInspect(which + " has " + std::to_string(found.size()) + " containers (" + list +
+                        "): name one with --container");
+  }
+  return found.front().first;
+}
+
+Container open_container(const Setup& setup, const std::string& id, const sfs::path& sysfs) {
+  Container c;
+  c.id = id;
+  c.sysfs = sysfs;
+  std::string what = "container " + q(id);
+  try {
+    c.state = live::runtime_state(setup.runtime, setup.runtime_root, id);
+    live::require_live(c.state);
+  } catch (const Error& e) {
+    throw CannotInspect(std::string(e.what()) + ": diagnose looks at a container's process");
+  }
+  c.spec = read_spec(c.state.bundle, id);
+  sfs::path proc = "/proc/" + std::to_string(c.state.pid);
+  try {
+    c.record = attach::read_record(c.state.bundle, id);
+    c.userns = userns::read(c.spec);
+    c.identity = device_plugin::identify(c.spec);
+    c.root = proc / "root";
+    c.process = live::read_process(c.state.pid);
+    c.cgroups = live::cgroup_places(c.state.pid);
+    c.mounts = live::parse_mountinfo(fs::read_regular_file(proc / "mountinfo", 16 << 20));
+  } catch (const Error& e) {
+    throw CannotInspect(what + ": " + e.what());
+  }
+  return c;
+}
+
+Status Report::status() const {
+  Status worst = Status::ok;
+  for (const auto& f : findings_) worst = std::max(worst, f.status);
+  return worst;
+}
+
+bool Container::owner_mapped(std::uint32_t uid, std::uint32_t gid) const {
+  if (!userns || !userns->known()) return true;
+  return userns->uids.to_container(uid) && userns->gids.to_container(gid);
+}
+
+std::string Container::owner(std::uint32_t uid, std::uint32_t gid) const {
+  std::string host = std::to_string(uid) + ":" + std::to_string(gid);
+  if (!userns || !userns->known()) return host;
+  auto id = [](std::optional<std::uint32_t> v) { return v ? std::to_string(*v) : std::string("65534"); };
+  return id(userns->uids.to_container(uid)) + ":" + id(userns->gids.to_container(gid)) + " (host " + host + ")";
+}
+
+const live::MountEntry* Container::mount_at(const std::string& path) const {
+  const live::MountEntry* found = nullptr;
+  for (const auto& m : mounts)
+    if (m.point == path) found = &m;
+  return found;
+}
+
+std::string numbers(const Device& d) {
+  if (!d.numbers_known) return "?";
+  return std::string(1, d.type) + " " + std::to_string(d.major) + ":" + std::to_string(d.minor);
+}
+
+}  // namespace specshim::shim::diagnose

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim diagnose: the command line, the order of the layers and the
+// report's two forms. Exit 0: nothing failed; 1: a check failed; 2: the
+// container cannot be inspected (or the command line is wrong).
+#include "diagnose/diagnose.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "runtime.h"
+#include "settings.h"
+#include "specshim/cdi.h"
+#include "specshim/config.h"
+#include "specshim/error.h"
+#include "specshim/kubelet_session.h"
+#include "verb_cli.h"
+#include "verbs.h"
+
+namespace specshim::shim {
+namespace diagnose {
+namespace {
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+Setup read_setup(const Options& o) {
+  auto doc = config::Document::load(o.config_file);
+  auto root = doc.root();
+  Setup s;
+  s.runtime = find_runtime(read_settings(root).runtime_path);
+  s.runtime_root = o.root;
+  auto cdi = root.section("cdi");
+  s.cdi_dirs = cdi::read_spec_dirs(cdi);
+  auto kubelet = root.section("kubelet");
+  KubeletKeys keys = read_kubelet_table(kubelet);
+  auto device_plugin = root.section("device-plugin");
+  s.kubelet_root = device_plugin::read_table(device_plugin, keys).kubelet_root;
+  return s;
+}
+
+// selected narrows the devices to --device and --cdi when given.
+std::vector<Device> selected(const Setup& setup, const Container& c, const Options& o, std::vector<Device> all) {
+  if (o.devices.empty() && o.cdi.empty()) return all;
+  std::vector<Device> out;
+  for (const auto& path : o.devices) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Device& d) { return d.path == path; });
+    if (it != all.end())
+      out.push_back(*it);
+    else if (auto d = host_device(path, path, "--device (the host's node at the same path)"))
+      out.push_back(*d);
+    else
+      out.push_back(Device{path, 'c', 0, 0, false, "", "rw", "--device", false});
+  }
+  if (!o.cdi.empty()) {
+    for (const auto& n : o.cdi) {
+      std::string why;
+      if (!cdi::parse_qualified_name(n, &why)) throw CannotInspect("--cdi " + q(n) + ": " + why);
+    }
+    std::vector<std::string> missing;
+    for (auto& d : cdi_devices(setup, c.spec, o.cdi, missing)) add_device(out, std::move(d));
+    if (!missing.empty())
+      throw CannotInspect("--cdi " + join(missing, ", ") + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") +
+                          " defines it");
+  }
+  return out;
+}
+
+Report run(const Setup& setup, const Container& c, const Options& o) {
+  Report r;
+  std::vector<Device> devices = check_allocation(setup, c, r);
+  for (auto& d : check_spec(setup, c, r)) add_device(devices, std::move(d));
+  devices = selected(setup, c, o, std::move(devices));
+  if (devices.empty()) r.add(kNode, "devices", Status::info, "the container has no device beyond runc's own");
+  for (const auto& d : devices) check_node(c, d, r);
+  for (const auto& d : devices) check_cgroup(c, d, r);
+  check_companions(c, devices, r);
+  check_identity(c, r);
+  check_hotplug(c, r);
+  return r;
+}
+
+std::string label(Status s) {
+  return s == Status::warn ? "WARN" : s == Status::fail ? "FAIL" : std::string(status_name(s));
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string render_text(const Container& c, const Report& r) {
+  std::string out = "container " + c.id;
+  if (!c.identity.pod.empty())
+    out += " (pod " + c.identity.pod.str() +
+           (c.identity.container.empty() ? "" : ", container " + c.identity.container) + ")";
+  out += "\n\n";
+  std::size_t subject = 8;
+  for (const auto& f : r.findings()) subject = std::max(subject, std::min<std::size_t>(f.subject.size(), 28));
+  std::size_t indent = 12 + 6 + subject + 2;
+  std::size_t fails = 0, warnings = 0;
+  for (const auto& f : r.findings()) {
+    out += pad(f.layer, 12) + pad(label(f.status), 6) + pad(f.subject, subject + 2) + f.message + "\n";
+    if ((f.status == Status::fail || f.status == Status::warn) && !f.hint.empty())
+      out += std::string(indent, ' ') + "hint: " + f.hint + "\n";
+    fails += f.status == Status::fail;
+    warnings += f.status == Status::warn;
+  }
+  out += "\n" + std::to_string(fails) + " failed, " + std::to_string(warnings) + " warning" +
+         (warnings == 1 ? "" : "s") + "\n";
+  return out;
+}
+
+std::string render_json(const Container& c, const Report& r) {
+  nlohmann::ordered_json j;
+  j["container"] = c.id;
+  if (c.identity.pod.empty())
+    j["pod"] = nullptr;
+  else
+    j["pod"] = {{"namespace", c.identity.pod.ns}, {"name", c.identity.pod.name}, {"container", c.identity.container}};
+  j["status"] = status_name(r.status());
+  j["checks"] = nlohmann::ordered_json::array();
+  for (const auto& f : r.findings())
+    j["checks"].push_back({{"layer", f.layer},
+                           {"subject", f.subject},
+                           {"status", status_name(f.status)},
+                           {"message", f.message},
+                           {"hint", f.hint}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace diagnose
+
+int diagnose_main(const std::vector<std::string>& argv) {
+  using namespace diagnose;
+  VerbCli cli(
+      "Explain why a container cannot use its device: allocation, spec, node, cgroup, companions, identity, hot-plug. "
+      "Read-only; exits 1 when a check fails, 2 when the container cannot be inspected.",
+      "specshim diagnose");
+  Options o;
+  o.config_file = config::path_from_env().string();
+  cli.option("--root", o.root, "the runtime's state root (runc --root), e.g. /run/containerd/runc/k8s.io");
+  cli.option("--config", o.config_file, "specshim config file").show_default();
+  cli.option("--format", o.format, "text or json").one_of({"text", "json"}).show_default();
+  cli.option("--sysfs", o.sysfs, "where sysfs is (IOMMU groups)").show_default();
+  cli.option("--pod", o.pod, "NAMESPACE/NAME: find the container by its pod (containerd's CRI annotations)");
+  cli.option("--container", o.container, "with --pod: the container's name in the pod");
+  cli.option("--device", o.devices, "PATH: check only this device path in the container").one_value_each();
+  cli.option("--cdi", o.cdi, "VENDOR/CLASS=NAME: check only the nodes of this CDI device").one_value_each();
+  cli.option("CONTAINER-ID", o.id, "the container, as the runtime knows it");
+  if (int rc = cli.parse(argv); rc >= 0) return rc == 0 ? 0 : 2;
+  try {
+    if (o.id.empty() == o.pod.empty()) throw CannotInspect("give either CONTAINER-ID or --pod NAMESPACE/NAME");
+    if (!o.container.empty() && o.pod.empty()) throw CannotInspect("--container needs --pod");
+    if (::geteuid() != 0)
+      throw CannotInspect("must run as root on the host (euid " + std::to_string(::geteuid()) +
+                          "): it reads the container's process, cgroups and files");
+    Setup setup = read_setup(o);
+    Container c = open_container(setup, find_container(setup, o), o.sysfs);
+    Report r = run(setup, c, o);
+    std::cout << (o.format == "json" ? render_json(c, r) : render_text(c, r));
+    return r.failed() ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "specshim diagnose: " << describe(e) << "\n";
+    return 2;
+  }
+}
+
+}  // namespace specshim::shim

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim diagnose: why a container cannot use its device, layer by layer.
+// One file per layer; the container is read once (container.cpp) and every
+// layer judges what was read. Read-only: nothing here writes, locks for
+// long, enters a namespace or opens a device node. docs/diagnose.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attach.h"
+#include "specshim/device_plugin.h"
+#include "specshim/error.h"
+#include "specshim/live/cgroup_devices.h"
+#include "specshim/live/container.h"
+#include "specshim/live/inspect.h"
+#include "specshim/spec.h"
+#include "specshim/userns.h"
+#include "status.h"
+
+namespace specshim::shim::diagnose {
+
+// The layers, in the order they are checked and printed.
+inline constexpr std::string_view kAllocation = "allocation";
+inline constexpr std::string_view kSpec = "spec";
+inline constexpr std::string_view kNode = "node";
+inline constexpr std::string_view kCgroup = "cgroup";
+inline constexpr std::string_view kCompanions = "companions";
+inline constexpr std::string_view kIdentity = "identity";
+inline constexpr std::string_view kHotplug = "hot-plug";
+
+// Finding is one line of the report: what was checked (subject: a device
+// path, a library, "uid 1000"), what was found, naming its evidence, and
+// for a warn or fail what to do about it.
+struct Finding {
+  std::string layer;
+  std::string subject;
+  Status status = Status::info;
+  std::string message;
+  std::string hint;
+};
+
+class Report {
+ public:
+  void add(std::string_view layer, std::string subject, Status s, std::string message, std::string hint = "") {
+    findings_.push_back({std::string(layer), std::move(subject), s, std::move(message), std::move(hint)});
+  }
+  const std::vector<Finding>& findings() const { return findings_; }
+  // status is the worst finding's; info alone counts as ok.
+  Status status() const;
+  bool failed() const { return status() == Status::fail; }
+
+ private:
+  std::vector<Finding> findings_;
+};
+
+// Device is one device the container should be able to use, and why.
+struct Device {
+  std::string path;  // in the container
+  char type = 'c';   // 'c' or 'b'
+  std::int64_t major = 0;
+  std::int64_t minor = 0;
+  bool numbers_known = false;  // false: only the path is known (--device, an allocation whose host node is gone)
+  std::string host_path;       // the host node it was made from; "" when the spec gives only numbers
+  std::string access = "rw";   // what node and cgroup must allow (open(O_RDWR), or what was granted)
+  std::string source;          // "linux.devices", "CDI `vendor.com/gpu=0`", "kubelet `vendor.com/gpu` (ID-1)"
+  bool bind = false;           // a bind mount of host_path (a user-namespaced container)
+};
+std::string numbers(const Device& d);  // "c 195:0", or "?" when not known
+// add_device puts d into list, or completes the device already listed at
+// its path (host path, numbers, sources).
+void add_device(std::vector<Device>& list, Device d);
+
+// Container is everything diagnose reads about a container, read once.
+struct Container {
+  std::string id;
+  live::ContainerState state;
+  Spec spec;
+  std::optional<attach::Record> record;
+  std::optional<userns::UserNamespace> userns;  // the spec's user namespace
+  std::filesystem::path root;                   // /proc/PID/root: the container's files as it sees them
+  live::ProcessView process;
+  live::CgroupPlaces cgroups;
+  std::vector<live::MountEntry> mounts;  // /proc/PID/mountinfo: the container's mount table
+  std::filesystem::path sysfs = "/sys";
+  device_plugin::Identity identity;
+
+  // owner_mapped: whether host ids uid:gid exist inside (always outside a user namespace).
+  bool owner_mapped(std::uint32_t uid, std::uint32_t gid) const;
+  // owner describes a host owner as the container sees it: "0:0", or
+  // "1000:1000 (host 101000:101000)" in a user namespace.
+  std::string owner(std::uint32_t uid, std::uint32_t gid) const;
+  // mount_at is the mount whose point is path (the last one listed), or nullptr.
+  const live::MountEntry* mount_at(const std::string& path) const;
+};
+
+// Options is the command line.
+struct Options {
+  std::string root;  // the runtime's --root
+  std::string config_file;
+  std::string format = "text";
+  std::string sysfs = "/sys";
+  std::string id;
+  std::string pod;        // NAMESPACE/NAME
+  std::string container;  // with --pod
+  std::vector<std::string> devices;
+  std::vector<std::string> cdi;
+};
+
+// Setup is what the config says where to look.
+struct Setup {
+  std::string runtime;                               // the runtime binary
+  std::string runtime_root;                          // its --root ("": its default)
+  std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
+  std::filesystem::path kubelet_root;
+};
+
+// CannotInspect is why the container cannot be looked at: exit 2.
+class CannotInspect : public Error {
+ public:
+  using Error::Error;
+};
+
+// find_container resolves CONTAINER-ID or --pod/--container to a container
+// id, through the runtime's `list` and each bundle's annotations (sandboxes
+// skipped). Throws CannotInspect when none or several match.
+std::string find_container(const Setup& setup, const Options& o);
+// pod_matches reports whether a spec's CRI annotations name this pod (and
+// container, when not empty), and that it is not a sandbox.
+bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, std::string_view container);
+
+// open_container reads the container: runtime state (created or running),
+// spec, record, process, cgroups, mounts. Throws CannotInspect.
+Container open_container(const Setup& setup, const std::string& id, const std::filesystem::path& sysfs);
+
+// The layers. Each adds its findings; the first two also return the devices
+// they found the container should have.
+std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r);
+std::vector<Device> check_spec(const Setup& setup, const Container& c, Report& r);
+// check_node: the node at d.path inside the container is d, and opens for the process.
+void check_node(const Container& c, const Device& d, Report& r, std::string_view layer = kNode);
+// check_cgroup: the container's cgroups allow d.access on d.
+void check_cgroup(const Container& c, const Device& d, Report& r, std::string_view layer = kCgroup);
+// systemd_allows decides one access by a unit's DeviceAllow= list (the
+// output of `systemctl show --property=DeviceAllow --value`): entries
+// "/dev/char/MAJ:MIN", "char-NAME" (a driver name from proc_devices, the text
+// of /proc/devices, or a number, or *), "block-..." and node paths, each with
+// its access letters.
+bool systemd_allows(std::string_view device_allow, std::string_view proc_devices, char type, std::int64_t major,
+                    std::int64_t minor, char access);
+
+// Vendor is one row of the companions table (vendors.cpp): what a node of a
+// vendor's device needs beside itself to be usable.
+struct Vendor {
+  std::string_view name;                    // "NVIDIA GPU"
+  std::string_view node;                    // fnmatch(3) pattern of the device's container path
+  std::vector<std::string_view> nodes;      // companion nodes (a pattern: at least one must match)
+  std::vector<std::string_view> libraries;  // sonames the container's dynamic loader must find
+  bool iommu_group = false;                 // /dev/vfio/N: every device of IOMMU group N bound to vfio-pci
+  bool locked_memory = false;               // DMA pins memory: RLIMIT_MEMLOCK or CAP_IPC_LOCK
+};
+const std::vector<Vendor>& vendors();
+
+void check_companions(const Container& c, const std::vector<Device>& devices, Report& r);
+void check_identity(const Container& c, Report& r);
+void check_hotplug(const Container& c, Report& r);
+
+// in_spec names how the spec gives the container path: "linux.devices",
+// "a bind mount", or "" when it does not.
+std::string in_spec(const Spec& spec, const std::string& path);
+// open_access is the part of cgroup permissions ("rwm", "r") an open needs: "rw", "r".
+std::string open_access(std::string_view permissions);
+// cdi_devices resolves CDI names through the configured spec dirs into the
+// devices their nodes make (spec-level edits included), completed from the
+// host as create completes them. Names that do not resolve are returned in
+// missing; throws Error when CDI is off.
+std::vector<Device> cdi_devices(const Setup& setup, const Spec& spec, const std::vector<std::string>& names,
+                                std::vector<std::string>& missing);
+
+// host_device describes the node at a host path (following symlinks) as a
+// Device; nullopt when there is none or it is not a char/block device.
+std::optional<Device> host_device(const std::string& host_path, std::string container_path, std::string source);
+
+// render_text: one aligned line per finding, the hints of warn and fail
+// lines below them; render_json: the documented JSON object.
+std::string render_text(const Container& c, const Report& r);
+std::string render_json(const Container& c, const Report& r);
+
+}  // namespace specshim::shim::diagnose
