@@ -16,6 +16,7 @@
 #include "bpf_object.h"
 #include "container.h"
 #include "host_device.h"
+#include "running.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
@@ -27,89 +28,11 @@ using specshim::Json;
 
 namespace {
 
-const char* kRunc = "/usr/sbin/runc";
-
 // opens is a container command: whether path is a character device that
 // opens for writing (the cgroup decides; a missing path fails, and is not created).
 std::vector<std::string> opens(const std::string& path) {
   return {"/bin/sh", "-c", "[ -c " + path + " ] && (: > " + path + ") 2>/dev/null && echo open-ok || echo open-failed"};
 }
-
-// Running is a runc container (create + start) running `sleep`, with its own
-// runc --root, killed and deleted at the end.
-class Running {
- public:
-  explicit Running(const fs::path& dir, const std::function<void(BusyboxBundle&)>& edit = {})
-      : root_(dir / "runc-root"), bundle_(dir / "bundle"), id_(unique_id("it-attach")) {
-    fs::create_directories(root_);
-    bundle_.set_args({"/bin/sleep", "600"});
-    // CAP_MKNOD lets the probes make their own 1:11 node: whether it opens is the cgroup rule alone.
-    for (const char* set : {"bounding", "effective", "permitted"})
-      bundle_.spec()["process"]["capabilities"][set].push_back("CAP_MKNOD");
-    if (edit) edit(bundle_);
-    bundle_.save();
-    auto create = run_process({kRunc, "--root", root_.string(), "create", "--bundle", bundle_.dir().string(), id_}, {},
-                              30000, {}, false);
-    REQUIRE(create.exit_code == 0);
-    auto start = run_process({kRunc, "--root", root_.string(), "start", id_});
-    INFO(start.err);
-    REQUIRE(start.exit_code == 0);
-  }
-  ~Running() {
-    run_process({kRunc, "--root", root_.string(), "kill", id_, "KILL"});
-    run_process({kRunc, "--root", root_.string(), "delete", "--force", id_});
-  }
-  const std::string& id() const { return id_; }
-  const fs::path& root() const { return root_; }
-  const BusyboxBundle& bundle() const { return bundle_; }
-  fs::path record() const { return bundle_.dir() / "specshim-attached.json"; }
-
-  ProcessResult exec(const std::vector<std::string>& cmd) const {
-    std::vector<std::string> argv = {kRunc, "--root", root_.string(), "exec", id_};
-    argv.insert(argv.end(), cmd.begin(), cmd.end());
-    return run_process(argv);
-  }
-  std::string sh(const std::string& script) const { return exec({"/bin/sh", "-c", script}).out; }
-  pid_t pid() const {
-    auto r = run_process({kRunc, "--root", root_.string(), "state", id_});
-    REQUIRE(r.exit_code == 0);
-    return Json::parse(r.out)["pid"].get<pid_t>();
-  }
-  // rule_allows is whether a node 1:11 the container makes itself opens: the cgroup alone decides.
-  bool rule_allows() const {
-    return sh("rm -f /tmp/probe; mknod /tmp/probe c 1 11 && (: > /tmp/probe) 2>/dev/null && echo yes; rm -f "
-              "/tmp/probe") == "yes\n";
-  }
-
- private:
-  fs::path root_;
-  BusyboxBundle bundle_;
-  std::string id_;
-};
-
-// Specshim runs the real binary's own verbs against one container.
-struct Specshim {
-  const Running& c;
-  fs::path config;
-
-  ProcessResult operator()(const std::string& verb, const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {SPECSHIM_BINARY, verb, "--root", c.root().string(), "--config", config.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_process(argv);
-  }
-  ProcessResult attach(const std::vector<std::string>& args) const { return with_id("attach", args); }
-  ProcessResult detach(const std::vector<std::string>& args) const { return with_id("detach", args); }
-  Json attached() const {
-    auto r = (*this)("attached", {"--format", "json", c.id()});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return Json::parse(r.out);
-  }
-  ProcessResult with_id(const std::string& verb, std::vector<std::string> args) const {
-    args.insert(args.begin(), c.id());
-    return (*this)(verb, args);
-  }
-};
 
 // Host is the host side: the 1:11 node, a CDI spec dir and specshim's config.
 struct Host : HostDevice {

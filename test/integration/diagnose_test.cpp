@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim diagnose on running runc containers (busybox, as root, created by
+// runc directly, not through specshim): a healthy container passes, and a
+// container broken in exactly one layer (node, cgroup, companions, identity,
+// hot-plug) fails in that layer alone, naming the subject; --pod finds a
+// pod's container by its CRI annotations; a container that cannot be
+// inspected exits 2 with one line. The device is test/support's c 1:11
+// HostDevice numbers, which runc's default rules do not cover, given as a
+// linux.devices entry (runc makes the node) with its allow rule.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "container.h"
+#include "host_device.h"
+#include "running.h"
+#include "specshim/live/cgroup_devices.h"
+#include "specshim/live/device_rules.h"
+#include "specshim/spec.h"
+#include "tempdir.h"
+
+namespace fs = std::filesystem;
+using namespace specshim::test;
+using Catch::Contains;
+using specshim::Json;
+
+namespace {
+
+const std::set<std::string> kLayers = {"allocation", "spec", "node", "cgroup", "companions", "identity", "hot-plug"};
+const std::set<std::string> kStatuses = {"ok", "info", "warn", "fail"};
+
+// Host is the host side: the 1:11 node (for attach) and specshim's config.
+struct Host : HostDevice {
+  fs::path config = tmp / "specshim.toml";
+  Host() { write_file(config, "[runtime]\npath = \"/usr/sbin/runc\"\n"); }
+};
+
+// device adds a linux.devices entry (mode 0666, root's) and, with rule, its
+// rwm allow rule in linux.resources.devices.
+void device(BusyboxBundle& b, const std::string& path, int major, int minor, bool rule = true) {
+  b.spec()["linux"]["devices"].push_back(
+      {{"path", path}, {"type", "c"}, {"major", major}, {"minor", minor}, {"fileMode", 0666}, {"uid", 0}, {"gid", 0}});
+  if (rule)
+    b.spec()["linux"]["resources"]["devices"].push_back(
+        {{"allow", true}, {"type", "c"}, {"major", major}, {"minor", minor}, {"access", "rwm"}});
+}
+
+// accel is the healthy container's edit: /dev/accel0 c 1:11 with its rule.
+void accel(BusyboxBundle& b) {
+  device(b, "/dev/accel0", 1, 11);
+}
+
+// Diagnosis is one `specshim diagnose --format json` run and its parsed report.
+struct Diagnosis {
+  ProcessResult r;
+  Json report;
+};
+
+// check_shape asserts the report's contract: its keys, every check's layer
+// and status, a hint on every failing check, and that the overall status
+// and the exit code follow from the checks.
+void check_shape(const Diagnosis& d) {
+  const Json& j = d.report;
+  REQUIRE(j.is_object());
+  REQUIRE(j.contains("container"));
+  REQUIRE(j.contains("pod"));
+  REQUIRE(j.contains("status"));
+  REQUIRE(j.contains("checks"));
+  REQUIRE(j["checks"].is_array());
+  bool any_fail = false, any_warn = false;
+  for (const auto& c : j["checks"]) {
+    INFO(c.dump());
+    REQUIRE(c["layer"].is_string());
+    REQUIRE(c["subject"].is_string());
+    REQUIRE(c["status"].is_string());
+    REQUIRE(c["message"].is_string());
+    REQUIRE(c["hint"].is_string());
+    CHECK(kLayers.count(c["layer"].get<std::string>()) == 1);
+    CHECK(kStatuses.count(c["status"].get<std::string>()) == 1);
+    if (c["status"] == "fail") {
+      any_fail = true;
+      CHECK_FALSE(c["hint"].get<std::string>().empty());
+    }
+    if (c["status"] == "warn") any_warn = true;
+  }
+  CHECK(j["status"] == (any_fail ? "fail" : any_warn ? "warn" : "ok"));
+  CHECK(d.r.exit_code == (any_fail ? 1 : 0));
+}
+
+// diagnose runs `specshim diagnose --root R --config C --format json ARGS...`
+// (ARGS ending in the container id or --pod), which must print a report.
+Diagnosis diagnose(const Specshim& specshim, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--format", "json"};
+  all.insert(all.end(), args.begin(), args.end());
+  Diagnosis d{specshim("diagnose", all), {}};
+  INFO("exit " << d.r.exit_code << "\nstdout:\n" << d.r.out << "\nstderr:\n" << d.r.err);
+  REQUIRE((d.r.exit_code == 0 || d.r.exit_code == 1));
+  REQUIRE_NOTHROW(d.report = Json::parse(d.r.out));
+  check_shape(d);
+  return d;
+}
+Diagnosis diagnose(const Specshim& specshim) {
+  return diagnose(specshim, {specshim.c.id()});
+}
+
+// checks are the report's checks in layer (and, when not empty, about subject).
+std::vector<Json> checks(const Json& report, const std::string& layer, const std::string& subject = "") {
+  std::vector<Json> found;
+  for (const auto& c : report["checks"])
+    if (c["layer"] == layer && (subject.empty() || c["subject"] == subject)) found.push_back(c);
+  return found;
+}
+
+// failing_layers are the layers with at least one failing check.
+std::set<std::string> failing_layers(const Json& report) {
+  std::set<std::string> layers;
+  for (const auto& c : report["checks"])
+    if (c["status"] == "fail") layers.insert(c["layer"].get<std::string>());
+  return layers;
+}
+
+// failing_subjects are the subjects of layer's failing checks.
+std::set<std::string> failing_subjects(const Json& report, const std::string& layer) {
+  std::set<std::string> subjects;
+  for (const auto& c : checks(report, layer))
+    if (c["status"] == "fail") subjects.insert(c["subject"].get<std::string>());
+  return subjects;
+}
+
+// failing_messages are the messages of layer's failing checks about subject.
+std::vector<std::string> failing_messages(const Json& report, const std::string& layer, const std::string& subject) {
+  std::vector<std::string> messages;
+  for (const auto& c : checks(report, layer, subject))
+    if (c["status"] == "fail") messages.push_back(c["message"].get<std::string>());
+  return messages;
+}
+
+// statuses are the statuses of layer's checks about subject.
+std::set<std::string> statuses(const Json& report, const std::string& layer, const std::string& subject) {
+  std::set<std::string> found;
+  for (const auto& c : checks(report, layer, subject)) found.insert(c["status"].get<std::string>());
+  return found;
+}
+
+bool any_contains(const std::vector<std::string>& texts, const std::string& needle) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& t) { return t.find(needle) != std::string::npos; });
+}
+
+// inspect_error: diagnose could not inspect the container (exit 2), and says
+// why in one line on stderr.
+void inspect_error(const ProcessResult& r, const std::string& want) {
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(want));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+// Sysfs is a fake sysfs tree (--sysfs) with IOMMU group 7 holding PCI
+// devices bound to drivers, laid out as the kernel's: the group's entries
+// are relative symlinks to the device directories, whose `driver` is a
+// relative symlink to bus/pci/drivers/NAME.
+struct Sysfs {
+  TempDir tmp;
+  fs::path root = tmp / "sys";
+
+  void pci(const std::string& address, const std::string& driver) const {
+    fs::create_directories(root / "bus/pci/drivers" / driver);
+    fs::path dev = root / "devices/pci0000:00" / address;
+    fs::create_directories(dev);
+    fs::create_symlink("../../../bus/pci/drivers/" + driver, dev / "driver");
+    fs::create_directories(root / "kernel/iommu_groups/7/devices");
+    fs::create_symlink("../../../../devices/pci0000:00/" + address, root / "kernel/iommu_groups/7/devices" / address);
+  }
+};
+
+// vfio is the edit of a container given IOMMU group 7: /dev/vfio/7 (with
+// 1:11's numbers; diagnose reads the group from the path) and /dev/vfio/vfio
+// (10:196: runc makes it from the numbers, the host need not have it), both
+// with rules.
+void vfio(BusyboxBundle& b) {
+  device(b, "/dev/vfio/7", 1, 11);
+  device(b, "/dev/vfio/vfio", 10, 196);
+}
+
+// pod_annotations are CRI's annotations of a container in pod dev/box-7.
+void pod_annotations(BusyboxBundle& b, const std::string& type, const std::string& name) {
+  b.spec()["annotations"] = {{"io.kubernetes.cri.container-type", type},
+                             {"io.kubernetes.cri.sandbox-namespace", "dev"},
+                             {"io.kubernetes.cri.sandbox-name", "box-7"},
+                             {"io.kubernetes.cri.sandbox-id", "5ca1ab1e"}};
+  if (type == "container") b.spec()["annotations"]["io.kubernetes.cri.container-name"] = name;
+}
+
+}  // namespace
+
+TEST_CASE("diagnose: a healthy container passes, its node and cgroup checks ok") {
+  Host host;
+  Running c(host.tmp / "c", accel, "it-diag");
+  Specshim specshim{c, host.config};
+  REQUIRE(c.sh("(: > /dev/accel0) && echo open-ok") == "open-ok\n");
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 0);
+  CHECK((d.report["status"] == "ok" || d.report["status"] == "warn"));
+  CHECK(d.report["container"] == c.id());
+  CHECK(d.report["pod"].is_null());
+  CHECK(failing_layers(d.report).empty());
+  CHECK(statuses(d.report, "node", "/dev/accel0") == std::set<std::string>{"ok"});
+  CHECK(statuses(d.report, "cgroup", "/dev/accel0") == std::set<std::string>{"ok"});
+}
+
+TEST_CASE("diagnose: a node removed inside the container fails the node layer alone") {
+  Host host;
+  Running c(host.tmp / "c", accel, "it-diag");
+  Specshim specshim{c, host.config};
+  REQUIRE(c.exec({"/bin/rm", "/dev/accel0"}).exit_code == 0);
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(d.report["status"] == "fail");
+  CHECK(failing_layers(d.report) == std::set<std::string>{"node"});
+  CHECK(failing_subjects(d.report, "node") == std::set<std::string>{"/dev/accel0"});
+}
+
+TEST_CASE("diagnose: a node with other numbers than the spec entry fails the node layer, naming them") {
+  Host host;
+  Running c(host.tmp / "c", accel, "it-diag");
+  Specshim specshim{c, host.config};
+  REQUIRE(c.sh("rm /dev/accel0 && mknod -m 666 /dev/accel0 c 1 7 && stat -c '%t:%T' /dev/accel0") == "1:7\n");
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"node"});
+  CHECK(failing_subjects(d.report, "node") == std::set<std::string>{"/dev/accel0"});
+  CHECK(any_contains(failing_messages(d.report, "node", "/dev/accel0"), "1:7"));
+}
+
+TEST_CASE("diagnose: a node without an allow rule fails the cgroup layer alone, naming devices.list") {
+  Host host;
+  Running c(
+      host.tmp / "c", [](BusyboxBundle& b) { device(b, "/dev/accel0", 1, 11, false); }, "it-diag");
+  Specshim specshim{c, host.config};
+  REQUIRE_FALSE(c.rule_allows());
+  REQUIRE(specshim::live::cgroup_places(c.pid()).v1_devices);
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"cgroup"});
+  CHECK(failing_subjects(d.report, "cgroup") == std::set<std::string>{"/dev/accel0"});
+  CHECK(any_contains(failing_messages(d.report, "cgroup", "/dev/accel0"), "devices.list"));
+}
+
+TEST_CASE("diagnose: a device program on the cgroup2 directory that denies the node fails, naming it") {
+  // On this hybrid host runc confines devices through v1 only and attaches no
+  // program to the container's cgroup2 directory (attach_test.cpp). The
+  // program runc would attach on a v2 host (the spec's rules and runc's
+  // defaults, without 1:11), attached here, makes the v2 side deny as well.
+  namespace live = specshim::live;
+  Host host;
+  Running c(
+      host.tmp / "c", [](BusyboxBundle& b) { device(b, "/dev/accel0", 1, 11, false); }, "it-diag");
+  Specshim specshim{c, host.config};
+  live::CgroupPlaces places = live::cgroup_places(c.pid());
+  REQUIRE(places.unified);
+  REQUIRE(live::attached_device_programs(*places.unified).empty());
+  struct Attached {
+    live::Undo undo;
+    ~Attached() {
+      try {
+        if (undo) undo();
+      } catch (...) {
+      }
+    }
+  } program{live::replace_device_program(
+      *places.unified, live::container_rules(specshim::Spec::parse(read_file(c.bundle().dir() / "config.json"))))};
+  REQUIRE(live::attached_device_programs(*places.unified).size() == 1);
+  REQUIRE_FALSE(c.rule_allows());
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"cgroup"});
+  CHECK(failing_subjects(d.report, "cgroup") == std::set<std::string>{"/dev/accel0"});
+  auto messages = failing_messages(d.report, "cgroup", "/dev/accel0");
+  CHECK(any_contains(messages, "devices.list"));
+  CHECK(any_contains(messages, "device program"));
+}
+
+TEST_CASE("diagnose: a uid without a line in the container's /etc/passwd fails the identity layer alone") {
+  Host host;
+  Running c(
+      host.tmp / "c",
+      [](BusyboxBundle& b) {
+        accel(b);
+        b.set_user(4242, 0);
+      },
+      "it-diag");
+  Specshim specshim{c, host.config};
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"identity"});
+  CHECK(failing_subjects(d.report, "identity") == std::set<std::string>{"uid 4242"});
+  CHECK(any_contains(failing_messages(d.report, "identity", "uid 4242"), "/etc/passwd"));
+  CHECK(statuses(d.report, "node", "/dev/accel0") == std::set<std::string>{"ok"});
+}
+
+TEST_CASE("diagnose: a VFIO group with a device not bound to vfio-pci fails the companions layer, naming the driver") {
+  Host host;
+  Sysfs sysfs;
+  sysfs.pci("0000:00:01.1", "vfio-pci");
+  Running c(host.tmp / "c", vfio, "it-diag");
+  Specshim specshim{c, host.config};
+
+  SECTION("one device bound to e1000e") {
+    sysfs.pci("0000:00:01.0", "e1000e");
+    auto d = diagnose(specshim, {"--sysfs", sysfs.root.string(), c.id()});
+    INFO(d.r.out);
+    CHECK(d.r.exit_code == 1);
+    CHECK(failing_layers(d.report) == std::set<std::string>{"companions"});
+    CHECK(failing_subjects(d.report, "companions") == std::set<std::string>{"0000:00:01.0"});
+    CHECK(any_contains(failing_messages(d.report, "companions", "0000:00:01.0"), "e1000e"));
+  }
+  SECTION("both bound to vfio-pci") {
+    sysfs.pci("0000:00:01.0", "vfio-pci");
+    auto d = diagnose(specshim, {"--sysfs", sysfs.root.string(), c.id()});
+    INFO(d.r.out);
+    CHECK(d.r.exit_code == 0);
+    CHECK(failing_layers(d.report).empty());
+    CHECK(statuses(d.report, "node", "/dev/vfio/7") == std::set<std::string>{"ok"});
+    CHECK(statuses(d.report, "node", "/dev/vfio/vfio") == std::set<std::string>{"ok"});
+  }
+}
+
+TEST_CASE("diagnose: an NVIDIA GPU node without /dev/nvidiactl fails the companions layer alone") {
+  Host host;
+  Running c(
+      host.tmp / "c", [](BusyboxBundle& b) { device(b, "/dev/nvidia0", 1, 11); }, "it-diag");
+  Specshim specshim{c, host.config};
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"companions"});
+  auto subjects = failing_subjects(d.report, "companions");
+  CHECK(subjects.count("/dev/nvidiactl") == 1);
+  CHECK(statuses(d.report, "node", "/dev/nvidia0") == std::set<std::string>{"ok"});
+}
+
+TEST_CASE("diagnose --pod: a pod's container found by its CRI annotations, never the sandbox") {
+  Host host;
+  fs::path root = host.tmp / "runc-root";
+  Running main(
+      host.tmp / "main", [](BusyboxBundle& b) { pod_annotations(b, "container", "main"); }, "it-diag", root);
+  Running side(
+      host.tmp / "side", [](BusyboxBundle& b) { pod_annotations(b, "container", "side"); }, "it-diag", root);
+  Running sandbox(
+      host.tmp / "sandbox", [](BusyboxBundle& b) { pod_annotations(b, "sandbox", ""); }, "it-diag", root);
+  Specshim specshim{main, host.config};
+
+  SECTION("two containers match: exit 2, both named") {
+    auto r = specshim("diagnose", {"--format", "json", "--pod", "dev/box-7"});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(main.id()));
+    CHECK_THAT(r.err, Contains(side.id()));
+    CHECK_THAT(r.err, Contains("main"));
+    CHECK_THAT(r.err, Contains("side"));
+    CHECK_THAT(r.err, !Contains(sandbox.id()));
+  }
+  SECTION("--container picks one") {
+    auto d = diagnose(specshim, {"--pod", "dev/box-7", "--container", "side"});
+    INFO(d.r.out << d.r.err);
+    CHECK(d.r.exit_code == 0);
+    CHECK(d.report["container"] == side.id());
+    REQUIRE(d.report["pod"].is_object());
+    CHECK(d.report["pod"].size() == 3);
+    CHECK(d.report["pod"]["namespace"] == "dev");
+    CHECK(d.report["pod"]["name"] == "box-7");
+    CHECK(d.report["pod"]["container"] == "side");
+  }
+  SECTION("no match: exit 2") {
+    inspect_error(specshim("diagnose", {"--format", "json", "--pod", "dev/nope"}), "dev/nope");
+  }
+}
+
+TEST_CASE("diagnose: a node attached by specshim attach and removed since fails the hot-plug layer alone") {
+  Host host;
+  Running c(host.tmp / "c", accel, "it-diag");
+  Specshim specshim{c, host.config};
+  auto a = specshim.attach({"--device", host.node.string() + ":/dev/hp0"});
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(diagnose(specshim).r.exit_code == 0);
+  REQUIRE(c.exec({"/bin/rm", "/dev/hp0"}).exit_code == 0);
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"hot-plug"});
+  CHECK(failing_subjects(d.report, "hot-plug") == std::set<std::string>{"/dev/hp0"});
+}
+
+TEST_CASE("diagnose: a stopped or unknown container cannot be inspected: exit 2, one line naming it") {
+  Host host;
+  TempDir tmp;
+  fs::path root = tmp / "root";
+  fs::create_directories(root);
+  auto run = [&](const std::string& id) {
+    return run_process({SPECSHIM_BINARY, "diagnose", "--root", root.string(), "--config", host.config.string(),
+                        "--format", "json", id});
+  };
+  SECTION("stopped") {
+    BusyboxBundle b(tmp / "bundle");
+    b.set_args({"/bin/true"});
+    b.save();
+    std::string id = unique_id("it-diag-stopped");
+    REQUIRE(
+        run_process({kRunc, "--root", root.string(), "run", "--keep", "--bundle", b.dir().string(), id}).exit_code ==
+        0);
+    auto r = run(id);
+    run_process({kRunc, "--root", root.string(), "delete", "--force", id});
+    inspect_error(r, id);
+  }
+  SECTION("unknown") {
+    inspect_error(run("no-such-container"), "no-such-container");
+  }
+}
+
+TEST_CASE("diagnose --format text: lines per check, and the hint of a failing one") {
+  Host host;
+  SECTION("healthy") {
+    Running c(host.tmp / "c", accel, "it-diag");
+    Specshim specshim{c, host.config};
+    auto r = specshim("diagnose", {c.id()});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    bool node_ok = false;
+    std::size_t start = 0;
+    while (start < r.out.size()) {
+      auto end = r.out.find('\n', start);
+      std::string line = r.out.substr(start, end - start);
+      if (line.find("node") != std::string::npos && line.find("ok") != std::string::npos) node_ok = true;
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    CHECK(node_ok);
+  }
+  SECTION("a node removed: the failing check's hint is printed") {
+    Running c(host.tmp / "c", accel, "it-diag");
+    Specshim specshim{c, host.config};
+    REQUIRE(c.exec({"/bin/rm", "/dev/accel0"}).exit_code == 0);
+    auto d = diagnose(specshim);
+    std::string hint;
+    for (const auto& check : checks(d.report, "node", "/dev/accel0"))
+      if (check["status"] == "fail") hint = check["hint"].get<std::string>();
+    REQUIRE_FALSE(hint.empty());
+    auto r = specshim("diagnose", {"--format", "text", c.id()});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out, Contains(hint));
+    CHECK_THAT(r.out, Contains("/dev/accel0"));
+  }
+}
