@@ -250,3 +250,51 @@ TEST_CASE("userns: a linux.devices entry whose host file at its path is another 
                                   "user namespace"));
   CHECK_THAT(log, Catch::Contains("the host's `/dev/null` is c 1:3"));
 }
+
+TEST_CASE("userns: diagnose judges a bound node by its host owner and mode, shown as the container sees them") {
+  HostDevice dev;
+  REQUIRE(::chmod(dev.node.c_str(), 0666) == 0);
+  Pod pod("[chain]\norder = [\"passwd\", \"cdi\", \"devices-cgroup\"]\n\n[cdi]\nspec-dirs = [\"" +
+          (dev.tmp / "cdi").string() + "\"]\n");
+  write_file(dev.tmp / "cdi/accel.yaml",
+             "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n  containerEdits:\n"
+             "    deviceNodes:\n    - path: /dev/accel0\n      hostPath: " +
+                 dev.node.string() + "\n");
+  chown_tree(pod.b.rootfs(), kHostBase, kHostBase);
+  pod.b.spec()["annotations"]["cdi.k8s.io/test"] = "example.com/accel=0";
+  pod.b.set_args({"/bin/sleep", "600"});
+  pod.b.save();
+  std::string id = unique_id("it-userns-diag");
+  REQUIRE(pod.shim.call(pod.b, {"create", "--bundle", pod.b.dir().string(), id}, false).exit_code == 0);
+  struct Cleanup {
+    const Pod& pod;
+    std::string id;
+    ~Cleanup() { pod.shim.call(pod.b, {"delete", "--force", id}); }
+  } cleanup{pod, id};
+  REQUIRE(pod.shim.call(pod.b, {"start", id}).exit_code == 0);
+  auto diagnose = [&](int expect_exit) {
+    auto r = run_process({SPECSHIM_BINARY, "diagnose", "--root", (pod.tmp / "runc-root").string(), "--config",
+                          pod.shim.config_path().string(), "--format", "json", id});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == expect_exit);
+    return Json::parse(r.out);
+  };
+  auto finding = [](const Json& report, const std::string& layer, const std::string& subject) {
+    for (const auto& c : report["checks"])
+      if (c["layer"] == layer && c["subject"] == subject) return c;
+    return Json();
+  };
+  Json report = diagnose(0);
+  // Host root owns the bound node: nobody (65534) inside, so only its others' bits let uid 10001 open it.
+  Json node = finding(report, "node", "/dev/accel0");
+  CHECK(node["status"] == "ok");
+  CHECK_THAT(node["message"].get<std::string>(), Catch::Contains("crw-rw-rw- 65534:65534 (host 0:0)"));
+  CHECK(finding(report, "identity", "uid 10001")["status"] == "ok");
+  CHECK(finding(report, "spec", "/dev/accel0")["status"] == "ok");
+
+  // 0660 on the host: the group's bits are host root's group, which the container does not have.
+  REQUIRE(::chmod(dev.node.c_str(), 0660) == 0);
+  node = finding(diagnose(1), "node", "/dev/accel0");
+  CHECK(node["status"] == "fail");
+  CHECK_THAT(node["message"].get<std::string>(), Catch::Contains("not mapped into the container's user namespace"));
+}

@@ -146,7 +146,8 @@ std::vector<Device> check_spec(const Setup& setup, const Container& c, Report& r
   if (const Json* mounts = spec.find({"mounts"}); mounts && mounts->is_array())
     for (const auto& m : *mounts) {
       if (!m.is_object() || !m.contains("source") || !m["source"].is_string() || !m.contains("destination")) continue;
-      if (!m["destination"].is_string()) continue;
+      if (!m["destination"].is_string() || runc_default(m["source"].get<std::string>()))
+        continue;  // /dev/null masks a file
       if (auto d = host_device(m["source"].get<std::string>(), m["destination"].get<std::string>(), "a bind mount")) {
         d->bind = true;
         add_device(out, std::move(*d));
