@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The allocation layer: what the kubelet granted a CRI container (its device
-// manager checkpoint: device IDs and the plugin's cached Allocate answer)
-// and whether each granted node, mount, env and CDI name reached the spec.
-// The checkpoint is a file: no kubelet call is made.
+// The allocation layer: what the kubelet granted a CRI container and whether
+// it reached the spec: each node, mount, env and CDI name of the plugins'
+// answers cached in the device manager's checkpoint (a file), and the CDI
+// devices of its DRA claims, which only PodResources tells (one List-free
+// Get through the kubelet helper, within [kubelet] budget-ms, when the
+// kubelet's PodResources socket exists).
 #include <algorithm>
 
 #include "diagnose/diagnose.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
+#include "specshim/kubelet/errors.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -92,24 +96,10 @@ void check_answer(const Container& c, const kubelet::CheckpointEntry& e, Report&
   }
 }
 
-}  // namespace
-
-std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r) {
-  std::vector<Device> out;
+// check_checkpoint compares the plugins' answers the kubelet cached for the
+// container with the spec.
+void check_checkpoint(const Setup& setup, const Container& c, Report& r, std::vector<Device>& out) {
   const auto& id = c.identity;
-  if (auto from = c.spec.annotation(device_plugin::kDevicesFrom))
-    r.add(kAllocation, "sibling", Status::info,
-          "takes the devices of container " + q(*from) + " (" + device_plugin::kDevicesFrom +
-              "): diagnose that container for its grant");
-  if (!id.cri) {
-    r.add(kAllocation, "kubelet", Status::info, "not created through CRI: no kubelet allocation to compare with");
-    return out;
-  }
-  if (id.uid.empty()) {
-    r.add(kAllocation, "kubelet", Status::info,
-          "the spec has no io.kubernetes.cri.sandbox-uid (containerd < 1.6.11): the checkpoint cannot be matched");
-    return out;
-  }
   auto file = kubelet::checkpoint_file(setup.kubelet_root);
   std::vector<kubelet::CheckpointEntry> entries;
   try {
@@ -118,19 +108,19 @@ std::vector<Device> check_allocation(const Setup& setup, const Container& c, Rep
       r.add(kAllocation, "kubelet", Status::info,
             "no device manager checkpoint at " + q(file.string()) +
                 ": no device plugin has granted anything on this node");
-      return out;
+      return;
     }
     entries = cp->entries(id.uid, id.container);
   } catch (const Error& e) {
     r.add(kAllocation, "kubelet", Status::warn, std::string("cannot read the kubelet's grant: ") + e.what(),
           "[kubelet] root in the config must be the kubelet's --root-dir");
-    return out;
+    return;
   }
   if (entries.empty()) {
     r.add(kAllocation, "kubelet", Status::info,
           "the kubelet granted container " + q(id.container) + " of pod " + q(id.pod.str()) +
               " no device-plugin resource");
-    return out;
+    return;
   }
   for (const auto& e : entries) {
     r.add(kAllocation, e.resource, Status::info, "granted " + join(e.device_ids, ", "));
@@ -140,6 +130,86 @@ std::vector<Device> check_allocation(const Setup& setup, const Container& c, Rep
     }
     check_answer(c, e, r, out);
   }
+}
+
+// check_claims asks PodResources for the container's DRA claims and checks
+// that the nodes of each claim's CDI devices are in the spec.
+void check_claims(const Setup& setup, const Container& c, Report& r, std::vector<Device>& out) {
+  const auto& id = c.identity;
+  auto socket = kubelet::pod_resources_socket(setup.kubelet_root);
+  if (!std::filesystem::exists(socket)) {
+    r.add(kAllocation, "DRA", Status::info,
+          "no PodResources socket at " + q(socket.string()) + ": DRA claims not checked");
+    return;
+  }
+  kubelet::PodResources pod;
+  try {
+    auto client = kubelet::make_helper_client({setup.kubelet_root});
+    pod = client->pod_resources(id.pod.ns, id.pod.name, kubelet::Budget(setup.kubelet_budget));
+  } catch (const std::exception& e) {
+    r.add(kAllocation, "DRA", Status::warn, std::string("PodResources did not answer: ") + e.what(),
+          "the kubelet's PodResources API must be reachable for DRA claims to be checked");
+    return;
+  }
+  const auto& claims = pod.assignment(id.container).dynamic_resources;
+  if (claims.empty()) return;
+  for (const auto& claim : claims) {
+    std::string what = "DRA claim " + q(claim.claim_namespace + "/" + claim.claim_name);
+    std::vector<std::string> names;
+    for (const auto& res : claim.claim_resources)
+      for (const auto& n : res.cdi_devices) names.push_back(n);
+    r.add(kAllocation, claim.claim_name, Status::info,
+          what + ": " + (names.empty() ? "no CDI device" : "CDI devices " + join(names, ", ")));
+    if (names.empty()) continue;
+    if (!setup.cdi_dirs) {
+      r.add(kAllocation, claim.claim_name, Status::info, what + ": [cdi] is off, its CDI devices not resolved");
+      continue;
+    }
+    std::vector<std::string> missing;
+    std::vector<Device> devices = cdi_devices(setup, c.spec, names, missing);
+    for (const auto& n : missing)
+      r.add(kAllocation, n, Status::fail,
+            what + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines " + q(n),
+            "the DRA driver writes the spec file when it prepares the claim: is its kubelet plugin running?");
+    for (auto& d : devices) {
+      std::string how = in_spec(c.spec, d.path);
+      if (how.empty())
+        r.add(kAllocation, d.path, Status::fail, what + ": " + d.source + " node " + d.path + " is not in the spec",
+              "the runtime did not inject the claim's CDI devices: containerd needs enable_cdi, specshim "
+              "[device-plugin.dra]");
+      else
+        r.add(kAllocation, d.path, Status::ok,
+              what + ": " + d.source + " node " + d.path + " in the spec (" + how + ")");
+      out.push_back(std::move(d));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r) {
+  std::vector<Device> out;
+  const auto& id = c.identity;
+  if (auto from = c.spec.annotation(device_plugin::kDevicesFrom))
+    r.add(kAllocation, "sibling", Status::info,
+          "takes the devices of container " + q(*from) + " (" + device_plugin::kDevicesFrom +
+              "): diagnose that container for its grant");
+  if (!c.identity_error.empty()) {
+    r.add(kAllocation, "pod", Status::warn, "the spec's pod annotations are refused: " + c.identity_error,
+          "a create with the device-plugin modifier on fails on them too; fix the annotations");
+    return out;
+  }
+  if (!id.cri) {
+    r.add(kAllocation, "kubelet", Status::info, "not created through CRI: no kubelet allocation to compare with");
+    return out;
+  }
+  if (id.uid.empty()) {
+    r.add(kAllocation, "kubelet", Status::info,
+          "the spec has no io.kubernetes.cri.sandbox-uid (containerd < 1.6.11): the checkpoint cannot be matched");
+    return out;
+  }
+  check_checkpoint(setup, c, r, out);
+  check_claims(setup, c, r, out);
   return out;
 }
 

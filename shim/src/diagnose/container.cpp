@@ -96,7 +96,11 @@ Container open_container(const Setup& setup, const std::string& id, const sfs::p
   try {
     c.record = attach::read_record(c.state.bundle, id);
     c.userns = userns::read(c.spec);
-    c.identity = device_plugin::identify(c.spec);
+    try {
+      c.identity = device_plugin::identify(c.spec);
+    } catch (const Error& e) {
+      c.identity_error = e.what();  // the allocation layer says so; the other layers need no pod
+    }
     c.root = proc / "root";
     c.process = live::read_process(c.state.pid);
     c.cgroups = live::cgroup_places(c.state.pid);

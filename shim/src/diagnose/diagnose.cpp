@@ -38,7 +38,9 @@ Setup read_setup(const Options& o) {
   auto kubelet = root.section("kubelet");
   KubeletKeys keys = read_kubelet_table(kubelet);
   auto device_plugin = root.section("device-plugin");
-  s.kubelet_root = device_plugin::read_table(device_plugin, keys).kubelet_root;
+  auto dp = device_plugin::read_table(device_plugin, keys);
+  s.kubelet_root = dp.kubelet_root;
+  s.kubelet_budget = dp.budget;
   return s;
 }
 

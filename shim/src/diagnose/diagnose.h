@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -90,6 +91,7 @@ struct Container {
   std::vector<live::MountEntry> mounts;  // /proc/PID/mountinfo: the container's mount table
   std::filesystem::path sysfs = "/sys";
   device_plugin::Identity identity;
+  std::string identity_error;  // why identify() refused the spec's annotations ("" when it did not)
 
   // owner_mapped: whether host ids uid:gid exist inside (always outside a user namespace).
   bool owner_mapped(std::uint32_t uid, std::uint32_t gid) const;
@@ -119,6 +121,7 @@ struct Setup {
   std::string runtime_root;                          // its --root ("": its default)
   std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
   std::filesystem::path kubelet_root;
+  std::chrono::milliseconds kubelet_budget{2000};  // [kubelet] budget-ms: the PodResources call's deadline
 };
 
 // CannotInspect is why the container cannot be looked at: exit 2.
