@@ -212,7 +212,9 @@ std::vector<std::string> list_in_root(const sfs::path& root, const std::string& 
 bool may_open(const ProcessView& v, std::uint32_t uid, std::uint32_t gid, std::uint32_t mode, std::string_view access,
               bool owner_mapped) {
   constexpr int kCapDacOverride = 1;
+  constexpr int kCapDacReadSearch = 2;
   if (owner_mapped && v.has_cap(kCapDacOverride)) return true;
+  if (owner_mapped && access == "r" && v.has_cap(kCapDacReadSearch)) return true;
   unsigned bits;
   if (v.uid == uid) {
     bits = (mode >> 6) & 7;

@@ -4,6 +4,7 @@
 // from the rules runc (spec) and attach (record) installed, decided as the
 // program runc compiles decides, plus how many device programs are attached;
 // systemd's DeviceAllow= when systemd owns the container's unit.
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -153,7 +154,7 @@ bool systemd_allows(std::string_view device_allow, std::string_view proc_devices
       std::istringstream f(line);
       std::int64_t m;
       std::string n;
-      if (section == t && f >> m >> n && n == name) out.push_back(m);
+      if (section == t && f >> m >> n && ::fnmatch(std::string(name).c_str(), n.c_str(), 0) == 0) out.push_back(m);
     }
     return out;
   };

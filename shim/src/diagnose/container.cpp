@@ -34,6 +34,14 @@ Spec read_spec(const sfs::path& bundle, const std::string& id) {
 
 }  // namespace
 
+std::pair<std::string, std::string> split_pod(const std::string& pod) {
+  auto slash = pod.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == pod.size() ||
+      pod.find('/', slash + 1) != std::string::npos)
+    throw CannotInspect("--pod " + q(pod) + ": give NAMESPACE/NAME");
+  return {pod.substr(0, slash), pod.substr(slash + 1)};
+}
+
 bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, std::string_view container) {
   if (annotation(spec, "io.kubernetes.cri.container-type") == "sandbox") return false;
   return annotation(spec, "io.kubernetes.cri.sandbox-namespace") == ns &&
@@ -43,11 +51,7 @@ bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, s
 
 std::string find_container(const Setup& setup, const Options& o) {
   if (o.pod.empty()) return o.id;
-  auto slash = o.pod.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == o.pod.size() ||
-      o.pod.find('/', slash + 1) != std::string::npos)
-    throw CannotInspect("--pod " + q(o.pod) + ": give NAMESPACE/NAME");
-  std::string ns = o.pod.substr(0, slash), name = o.pod.substr(slash + 1);
+  auto [ns, name] = split_pod(o.pod);
   std::vector<live::ContainerState> all;
   try {
     all = live::runtime_list(setup.runtime, setup.runtime_root);
@@ -55,6 +59,7 @@ std::string find_container(const Setup& setup, const Options& o) {
     throw CannotInspect(e.what());
   }
   std::vector<std::pair<std::string, std::string>> found;  // id, container name
+  std::vector<std::string> others;                         // the pod's sandbox and its other containers
   for (const auto& s : all) {
     Spec spec;
     try {
@@ -64,13 +69,19 @@ std::string find_container(const Setup& setup, const Options& o) {
     }
     if (pod_matches(spec, ns, name, o.container))
       found.emplace_back(s.id, annotation(spec, "io.kubernetes.cri.container-name"));
+    else if (pod_matches(spec, ns, name, ""))
+      others.push_back(q(annotation(spec, "io.kubernetes.cri.container-name")));
+    else if (annotation(spec, "io.kubernetes.cri.sandbox-namespace") == ns &&
+             annotation(spec, "io.kubernetes.cri.sandbox-name") == name)
+      others.push_back("its sandbox " + s.id + " (never inspected)");
   }
   std::string which = "pod " + q(o.pod) + (o.container.empty() ? "" : " container " + q(o.container));
   std::string where = setup.runtime_root.empty() ? "the runtime's default root" : q(setup.runtime_root);
   if (found.empty())
     throw CannotInspect(which + ": no container of the runtime under " + where +
                         " has its io.kubernetes.cri.sandbox-namespace/-name" +
-                        (o.container.empty() ? "" : "/container-name") + " annotations");
+                        (o.container.empty() ? "" : "/container-name") + " annotations" +
+                        (others.empty() ? "" : "; the pod has " + join(others, ", ")));
   if (found.size() > 1) {
     std::string list;
     for (const auto& [id, cname] : found) list += (list.empty() ? "" : ", ") + q(cname) + " " + id;

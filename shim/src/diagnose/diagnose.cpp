@@ -157,8 +157,9 @@ int diagnose_main(const std::vector<std::string>& argv) {
   cli.option("CONTAINER-ID", o.id, "the container, as the runtime knows it");
   if (int rc = cli.parse(argv); rc >= 0) return rc == 0 ? 0 : 2;
   try {
-    if (o.id.empty() == o.pod.empty()) throw CannotInspect("give either CONTAINER-ID or --pod NAMESPACE/NAME");
     if (!o.container.empty() && o.pod.empty()) throw CannotInspect("--container needs --pod");
+    if (o.id.empty() == o.pod.empty()) throw CannotInspect("give either CONTAINER-ID or --pod NAMESPACE/NAME");
+    if (!o.pod.empty()) split_pod(o.pod);  // a usage error before anything else is read
     if (::geteuid() != 0)
       throw CannotInspect("must run as root on the host (euid " + std::to_string(::geteuid()) +
                           "): it reads the container's process, cgroups and files");

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attach.h"
@@ -134,6 +135,8 @@ class CannotInspect : public Error {
 // id, through the runtime's `list` and each bundle's annotations (sandboxes
 // skipped). Throws CannotInspect when none or several match.
 std::string find_container(const Setup& setup, const Options& o);
+// split_pod splits --pod's NAMESPACE/NAME; throws CannotInspect for anything else.
+std::pair<std::string, std::string> split_pod(const std::string& pod);
 // pod_matches reports whether a spec's CRI annotations name this pod (and
 // container, when not empty), and that it is not a sandbox.
 bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, std::string_view container);

@@ -75,9 +75,9 @@ std::vector<std::string> list_in_root(const std::filesystem::path& root, const s
 // may_open reports whether a process with v's ids may open a file of this
 // owner and mode for access ("r", "w" or "rw"): owner bits when its uid
 // owns it, group bits when its gid or a supplementary group does, else the
-// other bits; CAP_DAC_OVERRIDE allows any access when owner_mapped (a
-// capability counts in a user namespace only for a file whose owner and
-// group are mapped into it).
+// other bits; CAP_DAC_OVERRIDE allows any access, CAP_DAC_READ_SEARCH "r"
+// alone, each when owner_mapped (a capability counts in a user namespace
+// only for a file whose owner and group are mapped into it).
 bool may_open(const ProcessView& v, std::uint32_t uid, std::uint32_t gid, std::uint32_t mode, std::string_view access,
               bool owner_mapped = true);
 
