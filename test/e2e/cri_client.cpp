@@ -98,6 +98,15 @@ cri::ContainerStatus CriClient::container_status(const std::string& id) {
   return call("ContainerStatus", runtime_.get(), &cri::RuntimeService::Stub::ContainerStatus, req).status();
 }
 
+cri::ExecSyncResponse CriClient::exec_sync(const std::string& id, const std::vector<std::string>& cmd,
+                                           std::chrono::seconds timeout) {
+  cri::ExecSyncRequest req;
+  req.set_container_id(id);
+  for (const auto& arg : cmd) req.add_cmd(arg);
+  req.set_timeout(timeout.count());
+  return call("ExecSync", runtime_.get(), &cri::RuntimeService::Stub::ExecSync, req, timeout + kCallDeadline);
+}
+
 bool CriClient::image_present(const std::string& ref) {
   cri::ImageStatusRequest req;
   req.mutable_image()->set_image(ref);

@@ -45,6 +45,9 @@ class CriClient {
   void remove_container(const std::string& id);
   std::vector<cri::Container> list_containers(const std::string& pod_id = "");
   cri::ContainerStatus container_status(const std::string& id);
+  // exec_sync runs cmd in a running container (`kubectl exec`) and waits for it.
+  cri::ExecSyncResponse exec_sync(const std::string& id, const std::vector<std::string>& cmd,
+                                  std::chrono::seconds timeout = std::chrono::seconds(30));
   // image_present: ImageStatus found the image (CRI learns of imports asynchronously).
   bool image_present(const std::string& ref);
 
