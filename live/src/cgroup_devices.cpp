@@ -80,11 +80,12 @@ struct Query {
   std::uint32_t flags = 0;  // the cgroup's attach flags for device programs
 };
 
-Query query(int cgroup_fd, const sfs::path& dir) {
+Query query(int cgroup_fd, const sfs::path& dir, std::uint32_t query_flags = 0) {
   std::vector<std::uint32_t> ids(16);
   for (;;) {
     bpf_attr attr{};
     attr.query.target_fd = static_cast<std::uint32_t>(cgroup_fd);
+    attr.query.query_flags = query_flags;
     attr.query.attach_type = BPF_CGROUP_DEVICE;
     attr.query.prog_ids = reinterpret_cast<std::uintptr_t>(ids.data());
     attr.query.prog_cnt = static_cast<std::uint32_t>(ids.size());
@@ -263,6 +264,38 @@ void v1_write(const sfs::path& devices_dir, const DeviceRule& rule) {
 std::vector<std::uint32_t> attached_device_programs(const sfs::path& cgroup_dir) {
   fs::Fd fd = open_cgroup(cgroup_dir);
   return query(fd.get(), cgroup_dir).ids;
+}
+
+std::vector<std::uint32_t> effective_device_programs(const sfs::path& cgroup_dir) {
+  fs::Fd fd = open_cgroup(cgroup_dir);
+  return query(fd.get(), cgroup_dir, BPF_F_QUERY_EFFECTIVE).ids;
+}
+
+std::vector<bpf_insn> device_program_instructions(std::uint32_t id) {
+  std::string what = "device program " + std::to_string(id);
+  bpf_attr attr{};
+  attr.prog_id = id;
+  long fd = bpf(BPF_PROG_GET_FD_BY_ID, attr);
+  if (fd < 0) throw_errno("open " + what);
+  fs::Fd prog(static_cast<int>(fd));
+  auto info_of = [&](bpf_prog_info& info) {
+    bpf_attr a{};
+    a.info.bpf_fd = static_cast<std::uint32_t>(prog.get());
+    a.info.info_len = sizeof info;
+    a.info.info = reinterpret_cast<std::uintptr_t>(&info);
+    if (bpf(BPF_OBJ_GET_INFO_BY_FD, a) != 0) throw_errno("read " + what);
+  };
+  bpf_prog_info info{};
+  info_of(info);
+  if (info.xlated_prog_len == 0) throw Error(what + ": the kernel shows no instructions (kernel.kptr_restrict?)");
+  std::vector<bpf_insn> insns(info.xlated_prog_len / sizeof(bpf_insn));
+  std::uint32_t len = info.xlated_prog_len;
+  info = bpf_prog_info{};
+  info.xlated_prog_len = len;
+  info.xlated_prog_insns = reinterpret_cast<std::uintptr_t>(insns.data());
+  info_of(info);
+  if (info.xlated_prog_len != len) throw Error(what + ": its instructions changed while read");
+  return insns;
 }
 
 Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<DeviceRule>& rules) {

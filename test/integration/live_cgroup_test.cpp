@@ -185,6 +185,13 @@ TEST_CASE("live cgroup: replace_device_program replaces a clang-built program, o
   CHECK(child.open(nodes.null, O_RDWR) == 0);
   CHECK(child.open(nodes.zero, O_RDONLY) == 0);  // the clang program allows all but 1:11
 
+  // What diagnose reads: the kernel's copy of the program, run on requests, decides as the kernel did.
+  REQUIRE(effective_device_programs(cg.dir) == std::vector<std::uint32_t>{deny.id()});
+  std::vector<bpf_insn> clang_insns = device_program_instructions(deny.id());
+  CHECK(run_device_program(clang_insns, 'c', 1, 11, "w").allow == false);
+  CHECK(run_device_program(clang_insns, 'c', 1, 3, "rw").allow == true);
+  CHECK(run_device_program(clang_insns, 'c', 1, 5, "r").allow == true);
+
   Undo first = replace_device_program(cg.dir, {allow(1, 3)});
   auto ids = attached_device_programs(cg.dir);
   REQUIRE(ids.size() == 1);
@@ -294,7 +301,19 @@ TEST_CASE("live cgroup: the verifier accepts every program the compiler makes fo
       continue;  // refused as runc refuses it (unit-tested)
     }
     Undo undo = replace_device_program(cg.dir, rules);
-    CHECK(attached_device_programs(cg.dir).size() == 1);
+    auto ids = effective_device_programs(cg.dir);
+    REQUIRE(ids.size() == 1);
+    // The kernel's (translated) copy runs as the reference decides, on a sample of requests.
+    std::vector<bpf_insn> kernel_copy = device_program_instructions(ids[0]);
+    for (char type : {'c', 'b'})
+      for (auto major : {std::int64_t{1}, std::int64_t{136}, std::int64_t{0xffffffffLL}})
+        for (auto minor : {std::int64_t{3}, std::int64_t{11}})
+          for (const char* access : {"r", "w", "m"}) {
+            ProgramRun run = run_device_program(kernel_copy, type, major, minor, access);
+            INFO(type << " " << major << ":" << minor << " " << access << ": " << run.error);
+            REQUIRE(run.allow);
+            CHECK(*run.allow == reference_decision(rules, {type, major, minor, access[0]}));
+          }
     undo();
     ++loaded;
   }

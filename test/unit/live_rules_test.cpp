@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // live::device_rules: reading rules, runc's defaults, the v1 controller's
-// decision, and the compiled cgroup v2 program run by the test interpreter
+// decision, and the compiled cgroup v2 program run (live::run_device_program)
 // against that decision.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 
-#include "bpf_interpreter.h"
 #include "error_of.h"
 #include "specshim/error.h"
 #include "specshim/live/device_rules.h"
@@ -14,7 +13,6 @@
 using namespace specshim;
 using namespace specshim::live;
 using specshim::test::error_of;
-using specshim::test::run_device_program;
 
 namespace {
 
@@ -41,22 +39,13 @@ std::string list_text(const std::vector<DeviceRule>& rules) {
   return out;
 }
 
-std::uint32_t access_bits(const std::string& access) {
-  std::uint32_t b = 0;
-  for (char c : access) b |= c == 'r' ? BPF_DEVCG_ACC_READ : c == 'w' ? BPF_DEVCG_ACC_WRITE : BPF_DEVCG_ACC_MKNOD;
-  return b;
-}
-
 // decide runs the compiled program on one request ("rw": several bits).
 bool decide(const std::vector<bpf_insn>& prog, char type, std::int64_t major, std::int64_t minor,
             const std::string& access) {
-  bpf_cgroup_dev_ctx ctx{};
-  ctx.access_type = (access_bits(access) << 16) | (type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK);
-  ctx.major = static_cast<std::uint32_t>(major);
-  ctx.minor = static_cast<std::uint32_t>(minor);
-  std::uint64_t r0 = run_device_program(prog, ctx);
-  REQUIRE(r0 <= 1);
-  return r0 == 1;
+  ProgramRun run = run_device_program(prog, type, major, minor, access);
+  INFO(run.error);
+  REQUIRE(run.allow);
+  return *run.allow;
 }
 
 const std::vector<std::int64_t> kNumbers = {0, 1, 3, 5, 10, 11, 136, 200, 4095, 0x80000005LL, 0xffffffffLL};

@@ -23,8 +23,8 @@ struct MountEntry {
   std::string root;   // the directory of the filesystem mounted there
   std::string point;  // where
   std::string fstype;
-  std::string super_options;  // "rw,devices"
-  std::string options;        // the mount's own: "rw,nosuid,nodev"
+  std::string super_options;                       // "rw,devices"
+  std::string options;                             // the mount's own: "rw,nosuid,nodev"
   bool has_option(std::string_view option) const;  // in super_options
 };
 std::vector<MountEntry> parse_mountinfo(std::string_view mountinfo);
@@ -58,6 +58,16 @@ void v1_write(const std::filesystem::path& devices_dir, const DeviceRule& rule);
 // attached_device_programs lists the ids of the BPF_CGROUP_DEVICE programs
 // attached to a cgroup2 directory (BPF_PROG_QUERY).
 std::vector<std::uint32_t> attached_device_programs(const std::filesystem::path& cgroup_dir);
+
+// effective_device_programs lists the ids of the device programs in effect
+// on a cgroup2 directory (BPF_F_QUERY_EFFECTIVE): its own and those of its
+// ancestors attached with BPF_F_ALLOW_MULTI. Each one must allow an access.
+std::vector<std::uint32_t> effective_device_programs(const std::filesystem::path& cgroup_dir);
+
+// device_program_instructions reads a loaded program's instructions as the
+// kernel runs them (translated), for run_device_program. Throws Error when the
+// program is gone or the kernel does not show them.
+std::vector<bpf_insn> device_program_instructions(std::uint32_t id);
 
 // replace_device_program loads compile_program(rules) and attaches it to the
 // cgroup2 directory: with BPF_F_ALLOW_MULTI|BPF_F_REPLACE over the one device

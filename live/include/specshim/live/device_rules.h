@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "specshim/device_rules.h"
@@ -82,5 +83,23 @@ Reduced reduce(const std::vector<DeviceRule>& rules);
 // wildcard exception ("c 1:* rwm" allowed, then "c 1:3 w" denied): the kernel
 // would ignore that deny and allow what the list seems to refuse.
 std::vector<bpf_insn> compile_program(const std::vector<DeviceRule>& rules);
+
+// ProgramRun is what a device program decided for one request, or why it
+// cannot be run here.
+struct ProgramRun {
+  std::optional<bool> allow;  // nullopt: see error
+  std::string error;          // "insn 7: calls helper 14"
+};
+
+// run_device_program runs a BPF_CGROUP_DEVICE program as the kernel holds it
+// (its translated instructions) on one request: a device and the access
+// letters the kernel asks for at once (open(O_RDWR) asks "rw"). It runs what
+// device programs use without helpers (runc's, specshim's, clang's): context
+// loads, stack spills, 32- and 64-bit arithmetic, every conditional jump, 64-bit immediates. A
+// helper call, a map, an atomic, a read of an unset register or stack slot,
+// a jump out of the program or 1,000,000 steps without an exit give an error
+// instead of a decision.
+ProgramRun run_device_program(const std::vector<bpf_insn>& prog, char type, std::int64_t major, std::int64_t minor,
+                              std::string_view access);
 
 }  // namespace specshim::live
