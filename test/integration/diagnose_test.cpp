@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "bpf_object.h"
 #include "container.h"
 #include "host_device.h"
 #include "running.h"
@@ -467,4 +468,29 @@ TEST_CASE("diagnose --format text: lines per check, and the hint of a failing on
     CHECK_THAT(r.out, Contains(hint));
     CHECK_THAT(r.out, Contains("/dev/accel0"));
   }
+}
+
+TEST_CASE("diagnose: another agent's device program that denies a node the spec allows fails, naming its id") {
+  // The spec allows /dev/accel0 (v1 agrees), but a clang-built program an
+  // operator attached to the container's cgroup2 directory denies 1:11: the
+  // open fails, and diagnose runs the kernel's copy of that program to say so.
+  namespace live = specshim::live;
+  Host host;
+  Running c(host.tmp / "c", accel, "it-diag");
+  Specshim specshim{c, host.config};
+  live::CgroupPlaces places = live::cgroup_places(c.pid());
+  REQUIRE(places.unified);
+  const std::string open_rw = "(: > /dev/accel0) 2>/dev/null && echo open-ok || echo open-failed";
+  REQUIRE(c.sh(open_rw) == "open-ok\n");
+  AttachedBpfObject deny(*places.unified, deny_1_11_object());
+  REQUIRE(c.sh(open_rw) == "open-failed\n");
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"cgroup"});
+  auto messages = failing_messages(d.report, "cgroup", "/dev/accel0");
+  REQUIRE(messages.size() == 1);
+  CHECK_THAT(messages[0], Contains("device program " + std::to_string(deny.id())));
+  CHECK(statuses(d.report, "cgroup", "/dev/accel0") == std::set<std::string>{"ok", "fail"});  // v1 allows it
 }

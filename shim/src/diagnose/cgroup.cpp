@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cgroup layer: would the container's cgroups let open(2) through for
 // the device? cgroup v1 from the container's own devices.list; cgroup v2
-// from the rules runc (spec) and attach (record) installed, decided as the
-// program runc compiles decides, plus how many device programs are attached;
+// by running the device programs in effect on the request, as the kernel
+// runs them;
 // systemd's DeviceAllow= when systemd owns the container's unit.
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -72,11 +72,15 @@ void check_v1(const Container& c, const Device& d, Report& r, std::string_view l
           "devices.list of " + c.cgroups.v1_devices->string() + " does not allow " + numbers(d) + " " + no, kRuleHint);
 }
 
+// check_v2 runs every device program in effect on the container's cgroup2
+// directory on the request, as the kernel would run them all; a program
+// this process cannot run (helper calls, maps) is judged by the rules runc
+// and attach installed instead, and says so.
 void check_v2(const Container& c, const Device& d, Report& r, std::string_view layer) {
   const auto& dir = *c.cgroups.unified;
   std::vector<std::uint32_t> programs;
   try {
-    programs = live::attached_device_programs(dir);
+    programs = live::effective_device_programs(dir);
   } catch (const Error& e) {
     r.add(layer, d.path, Status::warn, std::string("cgroup v2: ") + e.what(), "");
     return;
@@ -87,28 +91,46 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
       r.add(layer, d.path, Status::info, "no device program on " + dir.string() + ": cgroup v2 filters no device here");
     return;
   }
+  std::vector<std::string> denied_by, unknown;
+  for (auto id : programs) {
+    live::ProgramRun run;
+    try {
+      run = live::run_device_program(live::device_program_instructions(id), d.type, d.major, d.minor, d.access);
+    } catch (const Error& e) {
+      run.error = e.what();
+    }
+    if (!run.allow)
+      unknown.push_back(std::to_string(id) + " (" + run.error + ")");
+    else if (!*run.allow)
+      denied_by.push_back(std::to_string(id));
+  }
+  std::string in_effect = std::to_string(programs.size()) + " device program" + (programs.size() == 1 ? "" : "s") +
+                          " in effect on " + dir.string();
+  std::string request = numbers(d) + " " + d.access;
+  if (!denied_by.empty()) {
+    r.add(layer, d.path, Status::fail,
+          "device program " + join(denied_by, ", ") + " (of " + in_effect + ") denies " + request,
+          std::string(kRuleHint) + "; `bpftool prog dump xlated id " + denied_by.front() + "` shows the program");
+    return;
+  }
+  if (unknown.empty()) {
+    r.add(layer, d.path, Status::ok, "the " + in_effect + " allow " + request);
+    return;
+  }
+  // Judge what cannot be run by the rules runc (spec) and attach (record) installed.
   std::vector<live::DeviceRule> rules;
   try {
     rules = attach::enforced_rules(c.spec, c.record ? c.record->devices : std::vector<attach::RecordedDevice>{});
   } catch (const Error& e) {
-    r.add(layer, d.path, Status::warn, std::string("cannot read the spec's device rules: ") + e.what(), "");
-    return;
-  }
-  std::string whose = c.record && !c.record->devices.empty() ? "the spec's and attach's rules" : "the spec's rules";
-  std::string no = denied(rules, d);
-  if (!no.empty()) {
-    r.add(layer, d.path, Status::fail,
-          "the device program on " + dir.string() + " (built from " + whose + ") denies " + numbers(d) + " " + no,
-          kRuleHint);
-    return;
-  }
-  r.add(layer, d.path, Status::ok,
-        "the device program on " + dir.string() + " (built from " + whose + ") allows " + numbers(d) + " " + d.access);
-  if (programs.size() > 1)
     r.add(layer, d.path, Status::warn,
-          std::to_string(programs.size()) + " device programs are attached to " + dir.string() +
-              ": each must allow the access, and only runc's rules are known",
-          "`bpftool cgroup show " + dir.string() + "` lists them; another agent (a device plugin?) attached one");
+          "cannot run device program " + join(unknown, ", ") + " nor read the spec's rules: " + e.what(), "");
+    return;
+  }
+  std::string no = denied(rules, d);
+  r.add(layer, d.path, no.empty() ? Status::warn : Status::fail,
+        "cannot run device program " + join(unknown, ", ") + " here; the rules runc and attach installed " +
+            (no.empty() ? "allow " + request : "deny " + numbers(d) + " " + no),
+        no.empty() ? "`bpftool prog dump xlated id` shows what the program does" : kRuleHint);
 }
 
 void check_systemd(const Container& c, const Device& d, Report& r, std::string_view layer) {
