@@ -35,7 +35,37 @@ std::optional<std::string> last_env(const Spec& spec, const std::string& key) {
   return value;
 }
 
-void check_answer(const Container& c, const kubelet::CheckpointEntry& e, Report& r, std::vector<Device>& out) {
+// check_cdi_names judges CDI names the kubelet handed over (a plugin's
+// CDIDevices, a DRA claim's devices) by their nodes: CRI passes them in its
+// CDIDevices field and containerd injects them without an annotation, so
+// only the nodes in the spec tell whether they arrived. what names the grant.
+void check_cdi_names(const Setup& setup, const Container& c, const std::string& what,
+                     const std::vector<std::string>& names, const std::string& missing_hint, Report& r,
+                     std::vector<Device>& out) {
+  if (!setup.cdi_dirs) {
+    r.add(kAllocation, join(names, ","), Status::info,
+          what + ": CDI devices " + join(names, ", ") + " not resolved: [cdi] is off in the config");
+    return;
+  }
+  std::vector<std::string> missing;
+  std::vector<Device> devices = cdi_devices(setup, c.spec, names, missing);
+  for (const auto& n : missing)
+    r.add(kAllocation, n, Status::fail,
+          what + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines " + q(n), missing_hint);
+  for (auto& d : devices) {
+    std::string how = in_spec(c.spec, d.path);
+    if (how.empty())
+      r.add(kAllocation, d.path, Status::fail, what + ": " + d.source + " node " + d.path + " is not in the spec",
+            "the runtime did not inject it: containerd needs enable_cdi (CRI passes CDI names in CDIDevices); "
+            "specshim's cdi modifier needs them handed over ([device-plugin], [device-plugin.dra])");
+    else
+      r.add(kAllocation, d.path, Status::ok, what + ": " + d.source + " node " + d.path + " in the spec (" + how + ")");
+    out.push_back(std::move(d));
+  }
+}
+
+void check_answer(const Setup& setup, const Container& c, const kubelet::CheckpointEntry& e, Report& r,
+                  std::vector<Device>& out) {
   const kubelet::AllocateResponse& a = *e.alloc;
   std::string by = "kubelet " + q(e.resource);
   for (const auto& spec_device : a.devices) {
@@ -68,8 +98,8 @@ void check_answer(const Container& c, const kubelet::CheckpointEntry& e, Report&
       r.add(
           kAllocation, key, Status::fail,
           by + " set " + key + "=" + value + "; the process gets " + key + "=" + *got + " (a later entry overrides it)",
-          "the pod spec overrides what the device plugin set; remove it, or set [device-plugin] protect-env = "
-          "\"fail\"");
+          "the pod spec overrides what the device plugin set; remove it from the pod, or turn on [device-plugin] "
+          "(its protect-env = \"fail\", the default, refuses such a create)");
     else
       r.add(kAllocation, key, Status::ok, by + " set " + key + "=" + value + ": the process has it");
   }
@@ -78,22 +108,12 @@ void check_answer(const Container& c, const kubelet::CheckpointEntry& e, Report&
       r.add(kAllocation, m.container_path, Status::fail,
             by + " mounted " + q(m.host_path) + "; the spec has no mount there",
             "the runtime did not add the plugin's mounts");
+    else
+      r.add(kAllocation, m.container_path, Status::ok, by + " mounted " + q(m.host_path) + ": in the spec");
   }
-  if (!a.cdi_devices.empty()) {
-    std::vector<std::string> requested;
-    try {
-      requested = cdi::requested_devices(c.spec);
-    } catch (const Error&) {
-    }
-    for (const auto& name : a.cdi_devices)
-      if (std::find(requested.begin(), requested.end(), name) == requested.end())
-        r.add(kAllocation, name, Status::fail,
-              by + " answered with CDI device " + q(name) + "; the spec does not ask for it",
-              "the plugin's CDIDevices reach a container through containerd's CDI support or specshim's device-plugin "
-              "+ cdi modifiers");
-      else
-        r.add(kAllocation, name, Status::ok, by + " answered with CDI device " + q(name) + ": requested in the spec");
-  }
+  if (!a.cdi_devices.empty())
+    check_cdi_names(setup, c, by + " answered with CDI devices", a.cdi_devices,
+                    "the device plugin names a CDI device no spec file defines: is its CDI spec written?", r, out);
 }
 
 // check_checkpoint compares the plugins' answers the kubelet cached for the
@@ -107,7 +127,7 @@ void check_checkpoint(const Setup& setup, const Container& c, Report& r, std::ve
     if (!cp) {
       r.add(kAllocation, "kubelet", Status::info,
             "no device manager checkpoint at " + q(file.string()) +
-                ": no device plugin has granted anything on this node");
+                ": no device plugin granted anything here, or the kubelet's root is another ([kubelet] root)");
       return;
     }
     entries = cp->entries(id.uid, id.container);
@@ -128,7 +148,7 @@ void check_checkpoint(const Setup& setup, const Container& c, Report& r, std::ve
       r.add(kAllocation, e.resource, Status::info, "the checkpoint holds no Allocate answer for it (kubelet < 1.20)");
       continue;
     }
-    check_answer(c, e, r, out);
+    check_answer(setup, c, e, r, out);
   }
 }
 
@@ -146,13 +166,18 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
   try {
     auto client = kubelet::make_helper_client({setup.kubelet_root});
     pod = client->pod_resources(id.pod.ns, id.pod.name, kubelet::Budget(setup.kubelet_budget));
+  } catch (const kubelet::NotFound& e) {
+    r.add(kAllocation, "DRA", Status::warn, std::string("PodResources knows no such pod: ") + e.what(),
+          "the kubelet does not run this pod: is [kubelet] root the root of the kubelet that does?");
+    return;
   } catch (const std::exception& e) {
     r.add(kAllocation, "DRA", Status::warn, std::string("PodResources did not answer: ") + e.what(),
           "the kubelet's PodResources API must be reachable for DRA claims to be checked");
     return;
   }
   const auto& claims = pod.assignment(id.container).dynamic_resources;
-  if (claims.empty()) return;
+  if (claims.empty())
+    r.add(kAllocation, "DRA", Status::info, "PodResources: container " + q(id.container) + " has no DRA claim");
   for (const auto& claim : claims) {
     std::string what = "DRA claim " + q(claim.claim_namespace + "/" + claim.claim_name);
     std::vector<std::string> names;
@@ -160,28 +185,10 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
       for (const auto& n : res.cdi_devices) names.push_back(n);
     r.add(kAllocation, claim.claim_name, Status::info,
           what + ": " + (names.empty() ? "no CDI device" : "CDI devices " + join(names, ", ")));
-    if (names.empty()) continue;
-    if (!setup.cdi_dirs) {
-      r.add(kAllocation, claim.claim_name, Status::info, what + ": [cdi] is off, its CDI devices not resolved");
-      continue;
-    }
-    std::vector<std::string> missing;
-    std::vector<Device> devices = cdi_devices(setup, c.spec, names, missing);
-    for (const auto& n : missing)
-      r.add(kAllocation, n, Status::fail,
-            what + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines " + q(n),
-            "the DRA driver writes the spec file when it prepares the claim: is its kubelet plugin running?");
-    for (auto& d : devices) {
-      std::string how = in_spec(c.spec, d.path);
-      if (how.empty())
-        r.add(kAllocation, d.path, Status::fail, what + ": " + d.source + " node " + d.path + " is not in the spec",
-              "the runtime did not inject the claim's CDI devices: containerd needs enable_cdi, specshim "
-              "[device-plugin.dra]");
-      else
-        r.add(kAllocation, d.path, Status::ok,
-              what + ": " + d.source + " node " + d.path + " in the spec (" + how + ")");
-      out.push_back(std::move(d));
-    }
+    if (!names.empty())
+      check_cdi_names(setup, c, what, names,
+                      "the DRA driver writes the spec file when it prepares the claim: is its kubelet plugin running?",
+                      r, out);
   }
 }
 
