@@ -42,32 +42,54 @@ Device companion_device(const Container& c, const std::string& path, const std::
   return d;
 }
 
-void check_nodes(const Container& c, const Vendor& v, const std::string& device, Report& r) {
-  std::string source = v.name.data() + std::string(" companion of ") + device;
-  for (auto pattern : v.nodes) {
-    std::string p(pattern);
-    if (p.find_first_of("*?[") == std::string::npos) {
-      Device d = companion_device(c, p, source);
-      check_node(c, d, r, kCompanions);
-      check_cgroup(c, d, r, kCompanions);
-      continue;
+// check_companion checks one companion node in the node and cgroup ways,
+// under the companions layer; an optional one's failures are warnings.
+void check_companion(const Container& c, const Device& d, bool optional, Report& r) {
+  Report one;
+  check_node(c, d, one, kCompanions);
+  check_cgroup(c, d, one, kCompanions);
+  for (auto f : one.findings()) {
+    if (optional && f.status == Status::fail) {
+      f.status = Status::warn;
+      f.message += " (only some programs need it)";
     }
-    std::string dir = sfs::path(p).parent_path().string();
-    std::vector<std::string> found;
-    for (const auto& name : live::list_in_root(c.root, dir))
-      if (matches(pattern, dir + "/" + name)) found.push_back(dir + "/" + name);
-    std::sort(found.begin(), found.end());
-    if (found.empty()) {
-      r.add(kCompanions, p, Status::fail, "no node matching " + p + " in the container; " + device + " needs one",
-            "give the container the matching node too (the device plugin or CDI spec of " + std::string(v.name) + ")");
-      continue;
-    }
-    for (const auto& path : found) {
-      Device d = companion_device(c, path, source);
-      check_node(c, d, r, kCompanions);
-      check_cgroup(c, d, r, kCompanions);
-    }
+    r.add(f.layer, f.subject, f.status, f.message, f.hint);
   }
+}
+
+void check_nodes(const Container& c, const Vendor& v, const std::vector<Device>& devices, const std::string& device,
+                 Report& r) {
+  std::string source = "needed by " + device + ", " + std::string(v.name);
+  std::string remedy =
+      " with " + device + ": the device plugin or CDI spec of the " + std::string(v.name) + " should add it";
+  auto add = [&](const std::string& path, bool optional) {
+    if (std::any_of(devices.begin(), devices.end(), [&](const Device& d) { return d.path == path; })) {
+      r.add(kCompanions, path, Status::info, "one of the container's own devices: see its node and cgroup lines");
+      return;
+    }
+    Device d = companion_device(c, path, source);
+    d.remedy = "give the container " + path + remedy;
+    check_companion(c, d, optional, r);
+  };
+  for (const auto* list : {&v.nodes, &v.optional})
+    for (auto pattern : *list) {
+      bool optional = list == &v.optional;
+      std::string p(pattern);
+      if (p.find_first_of("*?[") == std::string::npos) {
+        add(p, optional);
+        continue;
+      }
+      std::string dir = sfs::path(p).parent_path().string();
+      std::vector<std::string> found;
+      for (const auto& name : live::list_in_root(c.root, dir))
+        if (matches(pattern, dir + "/" + name)) found.push_back(dir + "/" + name);
+      std::sort(found.begin(), found.end());
+      if (found.empty())
+        r.add(kCompanions, p, optional ? Status::warn : Status::fail,
+              "no node matching " + p + " in the container; " + device + " needs one",
+              "give the container a node matching " + p + remedy);
+      for (const auto& path : found) add(path, optional);
+    }
 }
 
 // library_dirs are where the container's dynamic loader looks: the
@@ -133,8 +155,8 @@ void check_libraries(const Container& c, const Vendor& v, Report& r) {
     if (found.empty())
       r.add(
           kCompanions, std::string(soname), Status::fail,
-          "not found in the container (looked in LD_LIBRARY_PATH, ld.so.conf and " + dirs.back() +
-              " and the other default dirs)",
+          "not found in the container's LD_LIBRARY_PATH, ld.so.conf dirs or default dirs (" +
+              std::to_string(dirs.size()) + " searched)",
           "the host driver's libraries must be mounted in: NVIDIA's CDI spec (`nvidia-ctk cdi generate`) mounts them");
     else
       r.add(kCompanions, std::string(soname), Status::ok, "found at " + found);
@@ -195,7 +217,7 @@ void check_companions(const Container& c, const std::vector<Device>& devices, Re
     for (const auto& d : devices)
       if (matches(v.node, d.path)) of.push_back(&d);
     if (of.empty()) continue;
-    check_nodes(c, v, of.front()->path, r);
+    check_nodes(c, v, devices, of.front()->path, r);
     check_libraries(c, v, r);
     if (v.iommu_group)
       for (const auto* d : of) check_iommu_group(c, *d, r);

@@ -78,9 +78,9 @@ std::string find_container(const Setup& setup, const Options& o) {
   std::string which = "pod " + q(o.pod) + (o.container.empty() ? "" : " container " + q(o.container));
   std::string where = setup.runtime_root.empty() ? "the runtime's default root" : q(setup.runtime_root);
   if (found.empty())
-    throw CannotInspect(which + ": no container of the runtime under " + where +
-                        " has its io.kubernetes.cri.sandbox-namespace/-name" +
-                        (o.container.empty() ? "" : "/container-name") + " annotations" +
+    throw CannotInspect(which + ": the runtime under " + where +
+                        " runs no such container (matched by its io.kubernetes.cri.sandbox-namespace, -name" +
+                        (o.container.empty() ? "" : " and container-name") + " annotations)" +
                         (others.empty() ? "" : "; the pod has " + join(others, ", ")));
   if (found.size() > 1) {
     std::string list;
@@ -138,6 +138,24 @@ std::string Container::owner(std::uint32_t uid, std::uint32_t gid) const {
   if (!userns || !userns->known()) return host;
   auto id = [](std::optional<std::uint32_t> v) { return v ? std::to_string(*v) : std::string("65534"); };
   return id(userns->uids.to_container(uid)) + ":" + id(userns->gids.to_container(gid)) + " (host " + host + ")";
+}
+
+std::string Container::process_ids() const {
+  auto text = [](std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups) {
+    std::string s = "uid " + std::to_string(uid) + " gid " + std::to_string(gid);
+    if (!groups.empty()) {
+      s += " groups";
+      for (auto g : groups) s += " " + std::to_string(g);
+    }
+    return s;
+  };
+  const auto& p = process;
+  if (!userns || !userns->known()) return text(p.uid, p.gid, p.groups);
+  auto inside = [](const userns::IdMap& m, std::uint32_t id) { return m.to_container(id).value_or(65534); };
+  std::vector<std::uint32_t> groups;
+  for (auto g : p.groups) groups.push_back(inside(userns->gids, g));
+  return text(inside(userns->uids, p.uid), inside(userns->gids, p.gid), groups) + " (host " + std::to_string(p.uid) +
+         ":" + std::to_string(p.gid) + ")";
 }
 
 const live::MountEntry* Container::mount_at(const std::string& path) const {

@@ -73,6 +73,7 @@ struct Device {
   std::string access = "rw";   // what node and cgroup must allow (open(O_RDWR), or what was granted)
   std::string source;          // "linux.devices", "CDI `vendor.com/gpu=0`", "kubelet `vendor.com/gpu` (ID-1)"
   bool bind = false;           // a bind mount of host_path (a user-namespaced container)
+  std::string remedy = {};     // what brings a missing or wrong node back ("" : recreate the container, or attach)
 };
 std::string numbers(const Device& d);  // "c 195:0", or "?" when not known
 // add_device puts d into list, or completes the device already listed at
@@ -99,6 +100,9 @@ struct Container {
   // owner describes a host owner as the container sees it: "0:0", or
   // "1000:1000 (host 101000:101000)" in a user namespace.
   std::string owner(std::uint32_t uid, std::uint32_t gid) const;
+  // process_ids describes the process's ids as the container sees them:
+  // "uid 1000 gid 1000 groups 44", host ids in parentheses in a user namespace.
+  std::string process_ids() const;
   // mount_at is the mount whose point is path (the last one listed), or nullptr.
   const live::MountEntry* mount_at(const std::string& path) const;
 };
@@ -167,6 +171,7 @@ struct Vendor {
   std::string_view name;                    // "NVIDIA GPU"
   std::string_view node;                    // fnmatch(3) pattern of the device's container path
   std::vector<std::string_view> nodes;      // companion nodes (a pattern: at least one must match)
+  std::vector<std::string_view> optional;   // companion nodes only some programs need: a warning when missing
   std::vector<std::string_view> libraries;  // sonames the container's dynamic loader must find
   bool iommu_group = false;                 // /dev/vfio/N: every device of IOMMU group N bound to vfio-pci
   bool locked_memory = false;               // DMA pins memory: RLIMIT_MEMLOCK or CAP_IPC_LOCK

@@ -6,8 +6,12 @@
 namespace specshim::shim::diagnose {
 
 void check_hotplug(const Container& c, Report& r) {
-  if (!c.record || (c.record->devices.empty() && c.record->mounts.empty())) {
+  if (!c.record) {
     r.add(kHotplug, "record", Status::info, "nothing attached (no " + std::string(attach::kRecordFile) + ")");
+    return;
+  }
+  if (c.record->devices.empty() && c.record->mounts.empty()) {
+    r.add(kHotplug, "record", Status::info, "nothing attached (everything was detached)");
     return;
   }
   for (const auto& a : c.record->devices) {
@@ -21,6 +25,7 @@ void check_hotplug(const Container& c, Report& r) {
     d.access = open_access(a.permissions);
     d.source = "attach";
     d.bind = a.node == "bind";
+    d.remedy = "`specshim detach " + c.id + " --device " + a.path + "`, then attach it again";
     check_node(c, d, r, kHotplug);
     check_cgroup(c, d, r, kHotplug);
   }

@@ -52,7 +52,8 @@ void check_id(const Container& c, Report& r, std::string_view field, const std::
   }
   if (!text) {
     r.add(kIdentity, subject, missing, "the container has no " + file,
-          "turn the passwd modifier on ([modifiers] passwd): it gives the process an entry at create");
+          "the passwd modifier gives the process an entry at create: [passwd] enabled = true and passwd in [chain] "
+          "order");
     return;
   }
   std::string name = kind == "uid" ? name_of(*text, *id,
@@ -70,7 +71,7 @@ void check_id(const Container& c, Report& r, std::string_view field, const std::
     r.add(kIdentity, subject, missing,
           "the container's " + file + " has no entry for " + kind + " " + std::to_string(*id) +
               (kind == "uid" ? ": getpwuid() fails (whoami, ssh, HCCL, NCCL's user lookup)" : ": getgrgid() fails"),
-          "turn the passwd modifier on ([modifiers] passwd): it adds the entry at create");
+          "the passwd modifier adds the entry at create: [passwd] enabled = true and passwd in [chain] order");
   else
     r.add(kIdentity, subject, Status::ok, "is `" + name + "` in the container's " + file);
 }

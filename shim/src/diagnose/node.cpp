@@ -20,13 +20,11 @@ std::string mode_text(char type, std::uint32_t mode) {
   return s;
 }
 
-std::string ids(const live::ProcessView& p) {
-  std::string s = "uid " + std::to_string(p.uid) + " gid " + std::to_string(p.gid);
-  if (!p.groups.empty()) {
-    s += " groups";
-    for (auto g : p.groups) s += " " + std::to_string(g);
-  }
-  return s;
+// remedy is what brings a missing or wrong node back.
+std::string remedy(const Device& d) {
+  if (!d.remedy.empty()) return d.remedy;
+  if (d.bind) return "the bind mount of " + d.host_path + " is not there; recreate the container";
+  return "the runtime makes the node at create: recreate the container, or `specshim attach` it to the running one";
 }
 
 // covering is the mount the path is on: the longest mount point that is the
@@ -81,7 +79,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   if (d.numbers_known && (v.type() != d.type || v.major != d.major || v.minor != d.minor)) {
     r.add(layer, d.path, Status::fail, "is " + got + ", but " + d.source + " says " + numbers(d),
           d.bind ? "a bind mount shows the host file's own numbers: the host node at " + d.host_path + " changed"
-                 : "another node was made at this path; recreate the container or detach and attach the device");
+                 : "another node was made at this path: " + remedy(d));
     return;
   }
   if (!d.host_path.empty()) {
@@ -100,11 +98,14 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   std::string looks = got + " " + mode_text(v.type(), v.mode) + " " + c.owner(v.uid, v.gid);
   bool mapped = c.owner_mapped(v.uid, v.gid);
   if (!live::may_open(c.process, v.uid, v.gid, v.mode, d.access, mapped)) {
-    std::string why = looks + ": " + ids(c.process) + " may not open it for " + d.access;
+    std::string why = looks + ": " + c.process_ids() + " may not open it for " + d.access;
     if (!mapped) why += " (its owner is not mapped into the container's user namespace: only the other bits count)";
     r.add(layer, d.path, Status::fail, why,
-          "give the node a fileMode/gid the process has (CDI deviceNodes, the plugin's node), or add its group to "
-          "the process's additionalGids");
+          d.bind || !mapped
+              ? "a bound node keeps its host owner and mode: give the host node the bits the process needs "
+                "(GPU nodes are 0666) or a group mapped into the container"
+              : "give the node a mode or group the process has (CDI deviceNodes fileMode/gid, the device plugin's "
+                "node), or add the node's group to the process's additionalGids");
     return;
   }
   r.add(layer, d.path, Status::ok, looks + ", opens for " + d.access + from);

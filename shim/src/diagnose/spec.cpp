@@ -182,7 +182,7 @@ std::vector<Device> check_spec(const Setup& setup, const Container& c, Report& r
     if (how.empty())
       r.add(kSpec, d.path, Status::fail,
             d.source + " asks for node " + d.path + " (" + numbers(d) + "), and the spec has no entry for it",
-            "the create did not inject it: is cdi in [modifiers] of the config the runtime ran with?");
+            "the create did not inject it: was the cdi modifier on for it ([cdi] enabled, cdi in [chain] order)?");
     else
       r.add(kSpec, d.path, Status::ok, d.source + ": in the spec (" + how + ")");
     add_device(out, std::move(d));
