@@ -15,6 +15,7 @@
 #include <set>
 
 #include "container.h"
+#include "diagnose_report.h"
 #include "fake_kubelet.h"
 #include "host_device.h"
 #include "running.h"
@@ -32,7 +33,6 @@ namespace {
 
 const std::string kUid = "0f6a1c2e-0000-4000-8000-0000000000d1";
 const std::string kResource = "example.com/accel";
-const std::set<std::string> kLayers = {"allocation", "spec", "node", "cgroup", "companions", "identity", "hot-plug"};
 
 // Host is the host side: the 1:11 node, a kubelet root and a CDI spec dir
 // (both empty until a test fills them) and specshim's config naming them.
@@ -104,83 +104,13 @@ void env(BusyboxBundle& b, const std::vector<std::string>& entries) {
   for (const auto& e : entries) b.spec()["process"]["env"].push_back(e);
 }
 
-// Diagnosis is one `specshim diagnose --format json ID` run and its parsed report.
-struct Diagnosis {
-  ProcessResult r;
-  Json report;
-};
-
-// diagnose runs it and asserts the report's contract: every check's layer,
-// status and a hint on every failing one; the overall status and the exit
-// code follow from the checks.
-Diagnosis diagnose(const Specshim& specshim) {
-  Diagnosis d{specshim("diagnose", {"--format", "json", specshim.c.id()}), {}};
-  INFO("exit " << d.r.exit_code << "\nstdout:\n" << d.r.out << "\nstderr:\n" << d.r.err);
-  REQUIRE((d.r.exit_code == 0 || d.r.exit_code == 1));
-  REQUIRE_NOTHROW(d.report = Json::parse(d.r.out));
-  REQUIRE(d.report["checks"].is_array());
-  bool any_fail = false, any_warn = false;
-  for (const auto& c : d.report["checks"]) {
-    INFO(c.dump());
-    REQUIRE(c["layer"].is_string());
-    REQUIRE(c["subject"].is_string());
-    REQUIRE(c["message"].is_string());
-    REQUIRE(c["hint"].is_string());
-    CHECK(kLayers.count(c["layer"].get<std::string>()) == 1);
-    if (c["status"] == "fail") {
-      any_fail = true;
-      CHECK_FALSE(c["hint"].get<std::string>().empty());
-    }
-    any_warn = any_warn || c["status"] == "warn";
-  }
-  CHECK(d.report["status"] == (any_fail ? "fail" : any_warn ? "warn" : "ok"));
-  CHECK(d.r.exit_code == (any_fail ? 1 : 0));
+// diagnose runs diagnose on the container (diagnose_report.h keeps the
+// report's contract) and asserts it names the container and its pod.
+Diagnosis diagnose_trainer(const Specshim& specshim) {
+  Diagnosis d = diagnose(specshim);
   CHECK(d.report["container"] == specshim.c.id());
   CHECK(d.report["pod"] == Json{{"namespace", "team-a"}, {"name", "trainer"}, {"container", "main"}});
   return d;
-}
-
-// checks are the report's checks in layer (and, when not empty, about subject).
-std::vector<Json> checks(const Json& report, const std::string& layer, const std::string& subject = "") {
-  std::vector<Json> found;
-  for (const auto& c : report["checks"])
-    if (c["layer"] == layer && (subject.empty() || c["subject"] == subject)) found.push_back(c);
-  return found;
-}
-
-std::set<std::string> failing_layers(const Json& report) {
-  std::set<std::string> layers;
-  for (const auto& c : report["checks"])
-    if (c["status"] == "fail") layers.insert(c["layer"].get<std::string>());
-  return layers;
-}
-
-std::set<std::string> failing_subjects(const Json& report, const std::string& layer) {
-  std::set<std::string> subjects;
-  for (const auto& c : checks(report, layer))
-    if (c["status"] == "fail") subjects.insert(c["subject"].get<std::string>());
-  return subjects;
-}
-
-// statuses are the statuses of layer's checks (about subject, when not empty).
-std::set<std::string> statuses(const Json& report, const std::string& layer, const std::string& subject = "") {
-  std::set<std::string> found;
-  for (const auto& c : checks(report, layer, subject)) found.insert(c["status"].get<std::string>());
-  return found;
-}
-
-// messages are the messages of layer's checks about subject with status.
-std::vector<std::string> messages(const Json& report, const std::string& layer, const std::string& subject,
-                                  const std::string& status) {
-  std::vector<std::string> found;
-  for (const auto& c : checks(report, layer, subject))
-    if (c["status"] == status) found.push_back(c["message"].get<std::string>());
-  return found;
-}
-
-bool any_contains(const std::vector<std::string>& texts, const std::string& needle) {
-  return std::any_of(texts.begin(), texts.end(),
-                     [&](const std::string& t) { return t.find(needle) != std::string::npos; });
 }
 
 }  // namespace
@@ -199,7 +129,7 @@ TEST_CASE("diagnose allocation: a checkpoint grant whose node and env reached th
   Specshim specshim{c, host.config};
   REQUIRE(c.sh("(: > /dev/accel0) && echo open-ok") == "open-ok\n");
 
-  auto d = diagnose(specshim);
+  auto d = diagnose_trainer(specshim);
   INFO(d.r.out);
   CHECK(d.r.exit_code == 0);
   CHECK(failing_layers(d.report).empty());
@@ -230,7 +160,7 @@ TEST_CASE("diagnose allocation: a pod-spec env entry after the plugin's override
   // What the process really gets: the last entry (runc drops the earlier duplicate).
   REQUIRE(c.sh("tr '\\0' '\\n' < /proc/1/environ | grep ^ACCEL_VISIBLE=") == "ACCEL_VISIBLE=all\n");
 
-  auto d = diagnose(specshim);
+  auto d = diagnose_trainer(specshim);
   INFO(d.r.out);
   CHECK(d.r.exit_code == 1);
   CHECK(d.report["status"] == "fail");
@@ -258,7 +188,7 @@ TEST_CASE("diagnose allocation: a granted node missing from the spec fails alloc
   Specshim specshim{c, host.config};
   REQUIRE(c.sh("[ -e /dev/accel0 ] || echo absent") == "absent\n");
 
-  auto d = diagnose(specshim);
+  auto d = diagnose_trainer(specshim);
   INFO(d.r.out);
   CHECK(d.r.exit_code == 1);
   CHECK(failing_layers(d.report) == std::set<std::string>{"allocation", "node"});
@@ -298,7 +228,7 @@ TEST_CASE("diagnose allocation: a DRA claim's CDI devices from PodResources, res
 
   SECTION("defined by a spec file and in the spec: ok, naming the claim") {
     claim("example.com/accel=0");
-    auto d = diagnose(specshim);
+    auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
     CHECK(d.r.exit_code == 0);
     CHECK(failing_layers(d.report).empty());
@@ -315,7 +245,7 @@ TEST_CASE("diagnose allocation: a DRA claim's CDI devices from PodResources, res
   }
   SECTION("a CDI device no spec file defines: allocation fails, naming it") {
     claim("example.com/accel=9");
-    auto d = diagnose(specshim);
+    auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
     CHECK(d.r.exit_code == 1);
     CHECK(kubelet.calls("Get") == 1);
@@ -343,7 +273,7 @@ TEST_CASE("diagnose allocation: a CRI container with nothing under the kubelet r
       "it-diag-alloc");
   Specshim specshim{c, host.config};
 
-  auto d = diagnose(specshim);
+  auto d = diagnose_trainer(specshim);
   INFO(d.r.out);
   CHECK(d.r.exit_code == 0);
   CHECK(failing_layers(d.report).empty());
@@ -367,7 +297,7 @@ TEST_CASE("diagnose allocation: CDI names in a plugin's answer are judged by the
         },
         "it-diag-alloc");
     Specshim specshim{c, host.config};
-    auto d = diagnose(specshim);
+    auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
     CHECK(d.r.exit_code == 0);
     CHECK(failing_layers(d.report).empty());
@@ -387,7 +317,7 @@ TEST_CASE("diagnose allocation: CDI names in a plugin's answer are judged by the
         },
         "it-diag-alloc");
     Specshim specshim{c, host.config};
-    auto d = diagnose(specshim);
+    auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
     CHECK(d.r.exit_code == 0);
     CHECK(failing_layers(d.report).empty());
@@ -397,7 +327,7 @@ TEST_CASE("diagnose allocation: CDI names in a plugin's answer are judged by the
   SECTION("neither asked for nor injected: allocation fails, naming the CDI device") {
     Running c(host.tmp / "c", cri, "it-diag-alloc");
     Specshim specshim{c, host.config};
-    auto d = diagnose(specshim);
+    auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
     CHECK(d.r.exit_code == 1);
     CHECK(failing_layers(d.report).count("allocation") == 1);
@@ -433,7 +363,7 @@ TEST_CASE("diagnose allocation: a kubelet with PodResources Get disabled still g
       "it-diag-alloc");
   Specshim specshim{c, host.config};
 
-  auto d = diagnose(specshim);
+  auto d = diagnose_trainer(specshim);
   INFO(d.r.out);
   CHECK(d.r.exit_code == 0);
   CHECK(d.report["status"] == "ok");

@@ -13,6 +13,7 @@
 
 #include "bpf_object.h"
 #include "container.h"
+#include "diagnose_report.h"
 #include "host_device.h"
 #include "running.h"
 #include "specshim/live/cgroup_devices.h"
@@ -26,9 +27,6 @@ using Catch::Contains;
 using specshim::Json;
 
 namespace {
-
-const std::set<std::string> kLayers = {"allocation", "spec", "node", "cgroup", "companions", "identity", "hot-plug"};
-const std::set<std::string> kStatuses = {"ok", "info", "warn", "fail"};
 
 // Host is the host side: the 1:11 node (for attach) and specshim's config.
 struct Host : HostDevice {
@@ -49,103 +47,6 @@ void device(BusyboxBundle& b, const std::string& path, int major, int minor, boo
 // accel is the healthy container's edit: /dev/accel0 c 1:11 with its rule.
 void accel(BusyboxBundle& b) {
   device(b, "/dev/accel0", 1, 11);
-}
-
-// Diagnosis is one `specshim diagnose --format json` run and its parsed report.
-struct Diagnosis {
-  ProcessResult r;
-  Json report;
-};
-
-// check_shape asserts the report's contract: its keys, every check's layer
-// and status, a hint on every failing check, and that the overall status
-// and the exit code follow from the checks.
-void check_shape(const Diagnosis& d) {
-  const Json& j = d.report;
-  REQUIRE(j.is_object());
-  REQUIRE(j.contains("container"));
-  REQUIRE(j.contains("pod"));
-  REQUIRE(j.contains("status"));
-  REQUIRE(j.contains("checks"));
-  REQUIRE(j["checks"].is_array());
-  bool any_fail = false, any_warn = false;
-  for (const auto& c : j["checks"]) {
-    INFO(c.dump());
-    REQUIRE(c["layer"].is_string());
-    REQUIRE(c["subject"].is_string());
-    REQUIRE(c["status"].is_string());
-    REQUIRE(c["message"].is_string());
-    REQUIRE(c["hint"].is_string());
-    CHECK(kLayers.count(c["layer"].get<std::string>()) == 1);
-    CHECK(kStatuses.count(c["status"].get<std::string>()) == 1);
-    if (c["status"] == "fail") {
-      any_fail = true;
-      CHECK_FALSE(c["hint"].get<std::string>().empty());
-    }
-    if (c["status"] == "warn") any_warn = true;
-  }
-  CHECK(j["status"] == (any_fail ? "fail" : any_warn ? "warn" : "ok"));
-  CHECK(d.r.exit_code == (any_fail ? 1 : 0));
-}
-
-// diagnose runs `specshim diagnose --root R --config C --format json ARGS...`
-// (ARGS ending in the container id or --pod), which must print a report.
-Diagnosis diagnose(const Specshim& specshim, const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"--format", "json"};
-  all.insert(all.end(), args.begin(), args.end());
-  Diagnosis d{specshim("diagnose", all), {}};
-  INFO("exit " << d.r.exit_code << "\nstdout:\n" << d.r.out << "\nstderr:\n" << d.r.err);
-  REQUIRE((d.r.exit_code == 0 || d.r.exit_code == 1));
-  REQUIRE_NOTHROW(d.report = Json::parse(d.r.out));
-  check_shape(d);
-  return d;
-}
-Diagnosis diagnose(const Specshim& specshim) {
-  return diagnose(specshim, {specshim.c.id()});
-}
-
-// checks are the report's checks in layer (and, when not empty, about subject).
-std::vector<Json> checks(const Json& report, const std::string& layer, const std::string& subject = "") {
-  std::vector<Json> found;
-  for (const auto& c : report["checks"])
-    if (c["layer"] == layer && (subject.empty() || c["subject"] == subject)) found.push_back(c);
-  return found;
-}
-
-// failing_layers are the layers with at least one failing check.
-std::set<std::string> failing_layers(const Json& report) {
-  std::set<std::string> layers;
-  for (const auto& c : report["checks"])
-    if (c["status"] == "fail") layers.insert(c["layer"].get<std::string>());
-  return layers;
-}
-
-// failing_subjects are the subjects of layer's failing checks.
-std::set<std::string> failing_subjects(const Json& report, const std::string& layer) {
-  std::set<std::string> subjects;
-  for (const auto& c : checks(report, layer))
-    if (c["status"] == "fail") subjects.insert(c["subject"].get<std::string>());
-  return subjects;
-}
-
-// failing_messages are the messages of layer's failing checks about subject.
-std::vector<std::string> failing_messages(const Json& report, const std::string& layer, const std::string& subject) {
-  std::vector<std::string> messages;
-  for (const auto& c : checks(report, layer, subject))
-    if (c["status"] == "fail") messages.push_back(c["message"].get<std::string>());
-  return messages;
-}
-
-// statuses are the statuses of layer's checks about subject.
-std::set<std::string> statuses(const Json& report, const std::string& layer, const std::string& subject) {
-  std::set<std::string> found;
-  for (const auto& c : checks(report, layer, subject)) found.insert(c["status"].get<std::string>());
-  return found;
-}
-
-bool any_contains(const std::vector<std::string>& texts, const std::string& needle) {
-  return std::any_of(texts.begin(), texts.end(),
-                     [&](const std::string& t) { return t.find(needle) != std::string::npos; });
 }
 
 // inspect_error: diagnose could not inspect the container (exit 2), and says
