@@ -152,6 +152,18 @@ constexpr const char* kWho =
     "id -un; id -gn; stat -c '%u:%g %a' /etc/passwd /etc/group; "
     "(echo x >> /etc/passwd) 2>/dev/null && echo writable || echo read-only";
 
+// cdi_accel_config writes a CDI spec of example.com/accel=0, /dev/accel0 from
+// dev's node, and returns a config whose chain injects it (passwd, cdi,
+// devices-cgroup).
+std::string cdi_accel_config(const HostDevice& dev) {
+  write_file(dev.tmp / "cdi/accel.yaml",
+             "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n  containerEdits:\n"
+             "    deviceNodes:\n    - path: /dev/accel0\n      hostPath: " +
+                 dev.node.string() + "\n");
+  return "[chain]\norder = [\"passwd\", \"cdi\", \"devices-cgroup\"]\n\n[cdi]\nspec-dirs = [\"" +
+         (dev.tmp / "cdi").string() + "\"]\n";
+}
+
 }  // namespace
 
 TEST_CASE("userns: a rootfs chowned to the mapped ids; uid 10001 gets user10001, in a copy container root owns") {
@@ -214,12 +226,7 @@ TEST_CASE("userns: a CDI device node whose host file is elsewhere is a bind moun
   // A bound node keeps its host mode and owner (host root, nobody inside):
   // uid 10001 opens it through the others' bits, as GPU nodes (0666) allow.
   REQUIRE(::chmod(dev.node.c_str(), 0666) == 0);
-  Pod pod("[chain]\norder = [\"passwd\", \"cdi\", \"devices-cgroup\"]\n\n[cdi]\nspec-dirs = [\"" +
-          (dev.tmp / "cdi").string() + "\"]\n");
-  write_file(dev.tmp / "cdi/accel.yaml",
-             "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n  containerEdits:\n"
-             "    deviceNodes:\n    - path: /dev/accel0\n      hostPath: " +
-                 dev.node.string() + "\n");
+  Pod pod(cdi_accel_config(dev));
   IdmappedMount idmapped = [&]() -> IdmappedMount {
     fs::path lower = pod.tmp / "lower";
     fs::rename(pod.b.rootfs(), lower);
@@ -254,12 +261,7 @@ TEST_CASE("userns: a linux.devices entry whose host file at its path is another 
 TEST_CASE("userns: diagnose judges a bound node by its host owner and mode, shown as the container sees them") {
   HostDevice dev;
   REQUIRE(::chmod(dev.node.c_str(), 0666) == 0);
-  Pod pod("[chain]\norder = [\"passwd\", \"cdi\", \"devices-cgroup\"]\n\n[cdi]\nspec-dirs = [\"" +
-          (dev.tmp / "cdi").string() + "\"]\n");
-  write_file(dev.tmp / "cdi/accel.yaml",
-             "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n  containerEdits:\n"
-             "    deviceNodes:\n    - path: /dev/accel0\n      hostPath: " +
-                 dev.node.string() + "\n");
+  Pod pod(cdi_accel_config(dev));
   chown_tree(pod.b.rootfs(), kHostBase, kHostBase);
   pod.b.spec()["annotations"]["cdi.k8s.io/test"] = "example.com/accel=0";
   pod.b.set_args({"/bin/sleep", "600"});
