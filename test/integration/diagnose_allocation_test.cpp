@@ -100,6 +100,12 @@ void accel(BusyboxBundle& b, bool entry = true, bool rule = true) {
         {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", 11}, {"access", "rwm"}});
 }
 
+// cri_accel: a healthy CRI container of the pod with /dev/accel0.
+void cri_accel(BusyboxBundle& b) {
+  cri(b);
+  accel(b);
+}
+
 void env(BusyboxBundle& b, const std::vector<std::string>& entries) {
   for (const auto& e : entries) b.spec()["process"]["env"].push_back(e);
 }
@@ -217,13 +223,7 @@ TEST_CASE("diagnose allocation: a DRA claim's CDI devices from PodResources, res
     claimed.dynamic_resources = {{"accel-claim", "team-a", {device}}};
     kubelet.assign("team-a", "trainer", "main", claimed);
   };
-  Running c(
-      host.tmp / "c",
-      [](BusyboxBundle& b) {
-        cri(b);
-        accel(b);
-      },
-      "it-diag-alloc");
+  Running c(host.tmp / "c", cri_accel, "it-diag-alloc");
   Specshim specshim{c, host.config};
 
   SECTION("defined by a spec file and in the spec: ok, naming the claim") {
@@ -264,13 +264,7 @@ TEST_CASE("diagnose allocation: a CRI container with nothing under the kubelet r
   }
   SECTION("a kubelet root that does not exist") {}
   Host host(elsewhere / "kubelet");
-  Running c(
-      host.tmp / "c",
-      [](BusyboxBundle& b) {
-        cri(b);
-        accel(b);
-      },
-      "it-diag-alloc");
+  Running c(host.tmp / "c", cri_accel, "it-diag-alloc");
   Specshim specshim{c, host.config};
 
   auto d = diagnose_trainer(specshim);
@@ -289,13 +283,7 @@ TEST_CASE("diagnose allocation: CDI names in a plugin's answer are judged by the
   host.grant_cdi("example.com/accel=0");
 
   SECTION("injected by the runtime with no annotation (containerd's CRI CDIDevices): ok") {
-    Running c(
-        host.tmp / "c",
-        [](BusyboxBundle& b) {
-          cri(b);
-          accel(b);
-        },
-        "it-diag-alloc");
+    Running c(host.tmp / "c", cri_accel, "it-diag-alloc");
     Specshim specshim{c, host.config};
     auto d = diagnose_trainer(specshim);
     INFO(d.r.out);
@@ -354,13 +342,7 @@ TEST_CASE("diagnose allocation: a kubelet with PodResources Get disabled still g
                                                .share_id = {}}}}};
   kubelet.assign("team-a", "trainer", "main", claimed);
   kubelet.disable_get();
-  Running c(
-      host.tmp / "c",
-      [](BusyboxBundle& b) {
-        cri(b);
-        accel(b);
-      },
-      "it-diag-alloc");
+  Running c(host.tmp / "c", cri_accel, "it-diag-alloc");
   Specshim specshim{c, host.config};
 
   auto d = diagnose_trainer(specshim);
