@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -536,6 +537,7 @@ Placed make_node(pid_t pid, const NodeRequest& node) {
   }
   placed.method = lines[0] == "bind" ? Method::bind : Method::mknod;
   std::vector<std::string> dirs(lines.begin() + 1, lines.end());
+  for (const auto& d : dirs) placed.made_dirs.push_back("/" + d);
   placed.undo = [pid, node, dirs, bind] {
     remove_made(
         pid, node.container_path, bind,
@@ -597,6 +599,7 @@ Placed bind_mount(pid_t pid, const MountRequest& m) {
   placed.method = Method::bind;
   placed.made_target = lines[1] == "made";
   std::vector<std::string> dirs(lines.begin() + 2, lines.end());
+  for (const auto& d : dirs) placed.made_dirs.push_back("/" + d);
   bool made = placed.made_target;
   std::string path = m.container_path;
   placed.undo = [pid, path, dirs, made] {
@@ -632,6 +635,39 @@ void remove_node(pid_t pid, const NodeRequest& node) {
   } catch (const Error& e) {
     throw Error("remove " + numbers(node) + " at " + q(node.container_path) + " in the container: " + e.what());
   }
+}
+
+std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::string>& dirs) {
+  if (dirs.empty()) return {};
+  std::vector<std::string> relative;
+  for (const auto& d : dirs) {
+    if (auto why = check_container_path(d); !why.empty()) throw Error("directory " + q(d) + ": " + why);
+    relative.push_back(d.substr(1));
+  }
+  // Deepest first, whatever order they were made in.
+  std::vector<std::string> order = relative;
+  std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  std::string answer;
+  try {
+    answer = in_mount_ns(pid, [&](const std::function<void()>& enter) {
+      enter();
+      std::vector<std::string> gone;
+      for (const auto& d : order) {
+        remove_dirs({d});  // only an empty one goes
+        try {
+          fs::open_in_root("/", d);
+        } catch (const fs::NotFound&) {
+          gone.push_back("/" + d);
+        }
+      }
+      return join_lines(gone);
+    });
+  } catch (const Error& e) {
+    throw Error("remove the directories attach made in the container: " + std::string(e.what()));
+  }
+  return split_lines(answer);
 }
 
 void remove_mount(pid_t pid, const std::string& container_path, bool remove_target) {

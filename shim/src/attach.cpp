@@ -30,6 +30,7 @@
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
+#include "specshim/nvidia_gpus.h"
 #include "verb_cli.h"
 #include "verbs.h"
 
@@ -422,6 +423,27 @@ Plan plan(Record rec, const Wanted& w) {
   return p;
 }
 
+// --gpu UUID names an NVIDIA GPU by its UUID: the driver's list under
+// --proc maps it to /dev/nvidia<minor> (docs/attach.md, "GPUs by UUID").
+void add_gpu_options(VerbCli& cli, std::vector<std::string>& gpus, std::string& proc) {
+  cli.option("--gpu", gpus, "UUID of an NVIDIA GPU (nvidia-smi -L): its /dev/nvidiaN, as --device").one_value_each();
+  cli.option("--proc", proc, "where the NVIDIA driver's GPU list is (<proc>/driver/nvidia/gpus)").show_default();
+}
+
+std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const std::string& proc) {
+  if (uuids.empty()) return {};
+  std::vector<nvidia::Gpu> gpus = nvidia::read_gpus(proc);
+  std::vector<std::string> nodes;
+  for (const auto& u : uuids) nodes.push_back(nvidia::find_gpu(gpus, u, proc).node());
+  return nodes;
+}
+
+// add_dirs records the directories attach made, once each.
+void add_dirs(Record& r, const std::vector<std::string>& made) {
+  for (const auto& d : made)
+    if (std::find(r.dirs.begin(), r.dirs.end(), d) == r.dirs.end()) r.dirs.push_back(d);
+}
+
 int fail(const char* verb, const std::exception& e) {
   std::cerr << "specshim " << verb << ": " << describe(e) << "\n";
   return 1;
@@ -457,11 +479,15 @@ int attach_main(const std::vector<std::string>& argv) {
   cli.option("--device", devices, "HOST[:CONTAINER[:PERMS]]: a host char/block node; PERMS from rwm (default rwm)")
       .one_value_each();
   cli.option("--cdi", cdis, "VENDOR/CLASS=NAME: a CDI device from the configured spec dirs").one_value_each();
+  std::vector<std::string> gpus;
+  std::string proc = "/proc";
+  add_gpu_options(cli, gpus, proc);
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
-    if (devices.empty() && cdis.empty()) throw Error("give at least one --device or --cdi");
+    if (devices.empty() && cdis.empty() && gpus.empty()) throw Error("give at least one --device, --cdi or --gpu");
     std::vector<DeviceArg> args;
     for (const auto& d : devices) args.push_back(parse_device_arg(d));
+    for (const auto& node : gpu_nodes(gpus, proc)) args.push_back(DeviceArg{node, node, "rwm"});
     Target t = open_target(c, true);
     std::string what = "container " + q(c.id);
     try {
@@ -470,7 +496,7 @@ int attach_main(const std::vector<std::string>& argv) {
       if (!cdis.empty()) cdi_wanted(t, cdis, w);
       BundleLock lock(t.state.bundle);
       auto old = read_record(t);
-      Record before = old.value_or(Record{c.id, {}, {}, {}});
+      Record before = old.value_or(Record{c.id, {}, {}, {}, {}});
       Plan p = plan(before, w);
       for (const auto& n : w.not_applied)
         std::cerr << "specshim attach: " << what << ": CDI device " << q(n.cdi) << ": " << n.edit << " " << q(n.value)
@@ -489,6 +515,7 @@ int attach_main(const std::vector<std::string>& argv) {
           try {
             live::Placed placed = live::make_node(t.state.pid, node_request(d));
             d.node = live::method_name(placed.method);
+            add_dirs(p.record, placed.made_dirs);
             undo.push("remove " + q(d.path), placed.undo);
           } catch (const std::exception&) {
             std::throw_with_nested(Error("device " + q(d.host_path)));
@@ -499,6 +526,7 @@ int attach_main(const std::vector<std::string>& argv) {
           live::Placed placed = live::bind_mount(t.state.pid, mount_request(m));
           m.mounted = placed.method != live::Method::existing;
           m.target = placed.made_target ? "made" : "existing";
+          add_dirs(p.record, placed.made_dirs);
           undo.push("unmount " + q(m.path), placed.undo);
         }
         write_record(t, p.record);
@@ -525,9 +553,13 @@ int detach_main(const std::vector<std::string>& argv) {
   add_common(cli, c);
   cli.option("--device", devices, "CONTAINER-PATH of a device attached with --device").one_value_each();
   cli.option("--cdi", cdis, "VENDOR/CLASS=NAME of a device attached with --cdi").one_value_each();
+  std::vector<std::string> gpus;
+  std::string proc = "/proc";
+  add_gpu_options(cli, gpus, proc);
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
-    if (devices.empty() && cdis.empty()) throw Error("give at least one --device or --cdi");
+    for (const auto& node : gpu_nodes(gpus, proc)) devices.push_back(node);
+    if (devices.empty() && cdis.empty()) throw Error("give at least one --device, --cdi or --gpu");
     Target t = open_target(c, true);
     std::string what = "container " + q(c.id);
     try {
@@ -579,6 +611,9 @@ int detach_main(const std::vector<std::string>& argv) {
           pid_t pid = t.state.pid;
           undo.push("make " + q(d.path) + " again", [pid, d] { live::make_node(pid, node_request(d)); });
         }
+        // What is made again on undo makes its directories again.
+        for (const auto& dir : live::remove_empty_dirs(t.state.pid, rec.dirs))
+          rec.dirs.erase(std::remove(rec.dirs.begin(), rec.dirs.end(), dir), rec.dirs.end());
         write_record(t, rec);
       });
       for (const auto& d : gone) std::cout << "detached " << d.path << " (" << numbers(d) << ")\n";
@@ -604,7 +639,7 @@ int attached_main(const std::vector<std::string>& argv) {
   try {
     Target t = open_target(c, false);
     try {
-      Record r = read_record(t).value_or(Record{c.id, {}, {}, {}});
+      Record r = read_record(t).value_or(Record{c.id, {}, {}, {}, {}});
       if (format == "json") {
         std::cout << record_json(r);
         return 0;

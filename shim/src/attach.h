@@ -76,6 +76,7 @@ struct Record {
   std::vector<RecordedDevice> devices;
   std::vector<RecordedMount> mounts;
   std::vector<NotApplied> not_applied;
+  std::vector<std::string> dirs;  // directories attach made in the container ("/dev/dri"), removed when empty
   bool operator==(const Record&) const = default;
 };
 

@@ -111,11 +111,8 @@ std::string record_json(const Record& r) {
                       {"cdi", array_of(m.cdi)}});
   Json not_applied = Json::array();
   for (const auto& n : r.not_applied) not_applied.push_back({{"cdi", n.cdi}, {"edit", n.edit}, {"value", n.value}});
-  Json doc = {{"version", kRecordVersion},
-              {"container", r.container},
-              {"devices", devices},
-              {"mounts", mounts},
-              {"notApplied", not_applied}};
+  Json doc = {{"version", kRecordVersion}, {"container", r.container},  {"devices", devices},
+              {"mounts", mounts},          {"notApplied", not_applied}, {"dirs", array_of(r.dirs)}};
   return doc.dump(2) + "\n";
 }
 
@@ -184,6 +181,9 @@ Record parse_record(std::string_view text, const std::string& file) {
     r.not_applied.push_back(
         {get<std::string>(j, "cdi", w), get<std::string>(j, "edit", w), get<std::string>(j, "value", w)});
   }
+  r.dirs = strings(doc, "dirs", where);
+  for (const auto& d : r.dirs)
+    if (d.empty() || d[0] != '/') throw Error(where + ": dirs: " + q(d) + " is not an absolute path");
   return r;
 }
 

@@ -255,7 +255,7 @@ TEST_CASE("attach: bad input fails with one line naming container, device and ca
   fs::create_symlink("/proc/self/fd/0", host.tmp / "link-out");
 
   SECTION("no device") {
-    one_line_error(specshim.attach({}), "give at least one --device or --cdi");
+    one_line_error(specshim.attach({}), "give at least one --device, --cdi or --gpu");
   }
   SECTION("bad --device syntax") {
     one_line_error(specshim.attach({"--device", host.node.string() + ":/dev/x:rwx"}),
@@ -389,4 +389,76 @@ TEST_CASE("detach: what the container's own spec allows stays allowed") {
   REQUIRE(specshim.detach({"--device", "/dev/kmsg-test"}).exit_code == 0);
   CHECK(c.sh("test -e /dev/kmsg-test && echo present || echo gone") == "gone\n");
   CHECK(c.rule_allows());
+}
+
+TEST_CASE("detach: the directories attach made go when their last node does; others' directories stay") {
+  Host host;
+  Running c(host.tmp / "c");
+  Specshim specshim{c, host.config};
+  std::string node = host.node.string();
+  REQUIRE(specshim.attach({"--device", node + ":/dev/accel/by-id/a"}).exit_code == 0);
+  REQUIRE(specshim.attach({"--device", node + ":/dev/accel/by-id/b"}).exit_code == 0);
+  CHECK(specshim.attached()["dirs"] == Json::array({"/dev/accel", "/dev/accel/by-id"}));
+  c.sh("mkdir /dev/mine && true");
+
+  auto first = specshim.detach({"--device", "/dev/accel/by-id/a"});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(c.sh("ls /dev/accel/by-id") == "b\n");  // b still needs them
+  CHECK(specshim.attached()["dirs"] == Json::array({"/dev/accel", "/dev/accel/by-id"}));
+
+  REQUIRE(specshim.detach({"--device", "/dev/accel/by-id/b"}).exit_code == 0);
+  CHECK(c.sh("test -e /dev/accel || echo gone") == "gone\n");
+  CHECK(c.sh("test -d /dev/mine && echo kept") == "kept\n");
+  CHECK(specshim.attached()["dirs"].empty());
+
+  // A file someone put in a directory attach made keeps that directory.
+  REQUIRE(specshim.attach({"--device", node + ":/dev/accel/0"}).exit_code == 0);
+  c.sh("touch /dev/accel/notes");
+  REQUIRE(specshim.detach({"--device", "/dev/accel/0"}).exit_code == 0);
+  CHECK(c.sh("ls /dev/accel") == "notes\n");
+  CHECK(specshim.attached()["dirs"] == Json::array({"/dev/accel"}));
+}
+
+TEST_CASE(
+    "attach --gpu: a GPU named by its UUID is /dev/nvidia<minor> from the driver's list; detach --gpu takes it back") {
+  // A stand-in node at /dev/nvidia250 (the 1:11 test numbers; no driver gives
+  // a GPU that minor), and a driver list under a fake --proc.
+  Host host;
+  const char* node = "/dev/nvidia250";
+  REQUIRE(::mknod(node, S_IFCHR | 0666, makedev(1, 11)) == 0);
+  struct Remove {
+    const char* path;
+    ~Remove() { ::unlink(path); }
+  } remove{node};
+  fs::path proc = host.tmp / "proc";
+  auto gpu = [&](const std::string& address, const std::string& uuid, int minor) {
+    write_file(proc / "driver/nvidia/gpus" / address / "information",
+               "Model: \t\t NVIDIA A100\nGPU UUID: \t " + uuid + "\nDevice Minor: \t " + std::to_string(minor) + "\n");
+  };
+  gpu("0000:3b:00.0", "GPU-0a1b2c3d-0000-1111-2222-333344445555", 250);
+  gpu("0000:af:00.0", "GPU-ffff0000-0000-1111-2222-333344445555", 251);
+  Running c(host.tmp / "c");
+  Specshim specshim{c, host.config};
+  REQUIRE(c.exec(opens(node)).out == "open-failed\n");
+
+  auto r = specshim.attach({"--gpu", "gpu-0A1B2C3D-0000-1111-2222-333344445555", "--proc", proc.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(c.exec(opens(node)).out == "open-ok\n");
+  Json rec = specshim.attached();
+  REQUIRE(rec["devices"].size() == 1);
+  CHECK(rec["devices"][0]["path"] == node);
+  CHECK(rec["devices"][0]["direct"] == true);
+
+  one_line_error(specshim.attach({"--gpu", "GPU-99", "--proc", proc.string()}),
+                 "GPU `GPU-99`: no such GPU in " + (proc / "driver/nvidia/gpus").string() +
+                     "; it has GPU-0a1b2c3d-0000-1111-2222-333344445555 (/dev/nvidia250), "
+                     "GPU-ffff0000-0000-1111-2222-333344445555 (/dev/nvidia251)");
+
+  auto d = specshim.detach({"--gpu", "GPU-0a1b2c3d-0000-1111-2222-333344445555", "--proc", proc.string()});
+  INFO(d.err);
+  REQUIRE(d.exit_code == 0);
+  CHECK(c.exec(opens(node)).out == "open-failed\n");
+  CHECK(specshim.attached()["devices"].empty());
 }

@@ -93,6 +93,7 @@ Record sample() {
                       {"nvidia.com/gpu=0"}});
   r.not_applied.push_back({"nvidia.com/gpu=0", "env", "NVIDIA_VISIBLE_DEVICES=0"});
   r.not_applied.push_back({"nvidia.com/gpu=0", "hook", "createContainer /usr/bin/nvidia-ctk hook update-ldcache"});
+  r.dirs = {"/dev/dri", "/dev/dri/by-path"};
   return r;
 }
 
@@ -115,12 +116,13 @@ TEST_CASE("attach record: round trip, and the fields and version are as document
   for (const char* key : {"path", "hostPath", "options", "target", "mounted", "cdi"})
     CHECK(j["mounts"][0].contains(key));
   CHECK(j["notApplied"][1]["edit"] == "hook");
+  CHECK(j["dirs"] == specshim::Json::array({"/dev/dri", "/dev/dri/by-path"}));
   CHECK(text.back() == '\n');
   CHECK(record_json(parse_record(text, "f")) == text);  // stable text: an unchanged record is rewritten byte for byte
 }
 
 TEST_CASE("attach record: an empty record, and missing optional lists") {
-  Record empty{"x", {}, {}, {}};
+  Record empty{"x", {}, {}, {}, {}};
   CHECK(parse_record(record_json(empty), "f") == empty);
   CHECK(parse_record(R"({"version": 1, "container": "x"})", "f") == empty);
 }
@@ -134,6 +136,10 @@ TEST_CASE("attach record: what is refused names the file and the field") {
   CHECK_THAT(error_of<Error>([] { parse_record(R"({"container": "x"})", "f"); }), Contains("missing `version`"));
   std::string text = record_json(sample());
   auto j = specshim::Json::parse(text);
+  j["dirs"] = specshim::Json::array({"dev/dri"});
+  CHECK_THAT(error_of<Error>([&] { parse_record(j.dump(), "f"); }),
+             Contains("dirs: `dev/dri` is not an absolute path"));
+  j = specshim::Json::parse(text);
   j["devices"][1]["type"] = "p";
   CHECK_THAT(error_of<Error>([&] { parse_record(j.dump(), "f"); }), Contains("devices[1]: type `p` is not c or b"));
   j = specshim::Json::parse(text);

@@ -80,8 +80,9 @@ enum class Method {
 const char* method_name(Method m);  // "existing", "mknod", "bind"
 struct Placed {
   Method method = Method::existing;
-  bool made_target = false;  // bind: the mount point was made (an empty file or a directory)
-  Undo undo;                 // removes what was made (a no-op for existing)
+  bool made_target = false;            // bind: the mount point was made (an empty file or a directory)
+  std::vector<std::string> made_dirs;  // parent directories made on the way ("/dev/dri"), outermost first
+  Undo undo;                           // removes what was made (a no-op for existing)
 };
 
 // make_node makes the node inside the mount namespace of pid (a forked child
@@ -118,6 +119,12 @@ Placed bind_mount(pid_t pid, const MountRequest& mount);
 // (unmounting it first when it is a bind mount, then removing the empty file
 // under it). A missing path is not an error; another file there is.
 void remove_node(pid_t pid, const NodeRequest& node);
+
+// remove_empty_dirs removes, deepest first, those of dirs (container paths
+// of directories attach made) that are empty now, inside the mount
+// namespace of pid, and returns the ones that are gone afterwards. A
+// directory something else was put in stays.
+std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::string>& dirs);
 
 // remove_mount unmounts container_path when a mount is there, and removes
 // the empty file or directory under it when remove_target.
