@@ -14,6 +14,7 @@
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,8 +132,11 @@ fs::Fd proc_ns(pid_t pid, const char* name) {
 // in_mount_ns forks a child that runs body; body opens what it needs on the
 // host, then calls enter() to join pid's mount namespace. The string body
 // returns (or the message of what it threw) comes back over a pipe.
-std::string in_mount_ns(pid_t pid, const std::function<std::string(const std::function<void()>& enter)>& body) {
+std::string in_mount_ns(const Process& process,
+                        const std::function<std::string(const std::function<void()>& enter)>& body) {
+  pid_t pid = process.pid();
   fs::Fd ns = proc_ns(pid, "mnt");
+  process.require_alive();  // after the open: the namespace is the live container process's
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) throw_errno("pipe");
   fs::Fd rd(pipefd[0]), wr(pipefd[1]);
@@ -347,9 +351,9 @@ fs::Fd clone_tree(const std::string& host_path, const MountRequest* m) {
 // remove_made removes, inside the container, what make_node or bind_mount
 // made at path: the mount (when mounted), the node or mount point (when
 // keep(st) says it is ours) and the directories made for it.
-void remove_made(pid_t pid, const std::string& path, bool mounted, const std::function<bool(const struct stat&)>& ours,
-                 const std::vector<std::string>& dirs) {
-  in_mount_ns(pid, [&](const std::function<void()>& enter) {
+void remove_made(const Process& process, const std::string& path, bool mounted,
+                 const std::function<bool(const struct stat&)>& ours, const std::vector<std::string>& dirs) {
+  in_mount_ns(process, [&](const std::function<void()>& enter) {
     enter();
     Parent p = open_parent(path, false);
     if (p.fd) {
@@ -447,6 +451,34 @@ void require_live(const ContainerState& state) {
   if (state.pid <= 0) throw Error("container " + q(state.id) + " has no process");
 }
 
+bool Process::alive() const {
+  if (!fd_) return false;
+  pollfd p{*fd_, POLLIN, 0};
+  int n = ::poll(&p, 1, 0);
+  return n == 0;  // readable (or an error): it has exited
+}
+
+void Process::require_alive() const {
+  if (!alive()) throw Error("the container's process (pid " + std::to_string(pid_) + ") has exited");
+}
+
+Process pin(const std::filesystem::path& runtime, const std::string& root, const ContainerState& state) {
+  std::string what = "container " + q(state.id);
+  long fd = ::syscall(SYS_pidfd_open, state.pid, 0);
+  if (fd < 0) throw_errno(what + ": pidfd_open of its process " + std::to_string(state.pid));
+  Process p;
+  p.pid_ = state.pid;
+  p.fd_ = std::shared_ptr<const int>(new int(static_cast<int>(fd)), [](const int* f) {
+    ::close(*f);
+    delete f;
+  });
+  ContainerState again = runtime_state(runtime, root, state.id);
+  if (again.pid != state.pid || (again.status != "created" && again.status != "running") || !p.alive())
+    throw Error(what + ": its process changed while it was looked up (pid " + std::to_string(state.pid) + ", now " +
+                again.status + " with pid " + std::to_string(again.pid) + ")");
+  return p;
+}
+
 bool has_own_user_namespace(pid_t pid) {
   struct stat mine {
   }, theirs{};
@@ -479,13 +511,13 @@ const char* method_name(Method m) {
   return "?";
 }
 
-Placed make_node(pid_t pid, const NodeRequest& node) {
+Placed make_node(const Process& process, const NodeRequest& node) {
   if (auto why = check_container_path(node.container_path); !why.empty())
     throw Error("container path " + q(node.container_path) + ": " + why);
-  bool bind = has_own_user_namespace(pid);
+  bool bind = has_own_user_namespace(process.pid());
   std::string answer;
   try {
-    answer = in_mount_ns(pid, [&](const std::function<void()>& enter) {
+    answer = in_mount_ns(process, [&](const std::function<void()>& enter) {
       fs::Fd tree;
       if (bind) tree = clone_tree(node.host_path, nullptr);
       enter();
@@ -538,20 +570,20 @@ Placed make_node(pid_t pid, const NodeRequest& node) {
   placed.method = lines[0] == "bind" ? Method::bind : Method::mknod;
   std::vector<std::string> dirs(lines.begin() + 1, lines.end());
   for (const auto& d : dirs) placed.made_dirs.push_back("/" + d);
-  placed.undo = [pid, node, dirs, bind] {
+  placed.undo = [process, node, dirs, bind] {
     remove_made(
-        pid, node.container_path, bind,
+        process, node.container_path, bind,
         [&](const struct stat& st) { return bind ? empty_placeholder(st) : same_device(st, node); }, dirs);
   };
   return placed;
 }
 
-Placed bind_mount(pid_t pid, const MountRequest& m) {
+Placed bind_mount(const Process& process, const MountRequest& m) {
   if (auto why = check_container_path(m.container_path); !why.empty())
     throw Error("container path " + q(m.container_path) + ": " + why);
   std::string answer;
   try {
-    answer = in_mount_ns(pid, [&](const std::function<void()>& enter) {
+    answer = in_mount_ns(process, [&](const std::function<void()>& enter) {
       fs::Fd tree = clone_tree(m.host_path, &m);
       struct stat src {};
       if (::fstat(tree.get(), &src) != 0) throw_errno("stat " + q(m.host_path));
@@ -602,18 +634,18 @@ Placed bind_mount(pid_t pid, const MountRequest& m) {
   for (const auto& d : dirs) placed.made_dirs.push_back("/" + d);
   bool made = placed.made_target;
   std::string path = m.container_path;
-  placed.undo = [pid, path, dirs, made] {
+  placed.undo = [process, path, dirs, made] {
     remove_made(
-        pid, path, true, [&](const struct stat& st) { return made && empty_placeholder(st); }, dirs);
+        process, path, true, [&](const struct stat& st) { return made && empty_placeholder(st); }, dirs);
   };
   return placed;
 }
 
-void remove_node(pid_t pid, const NodeRequest& node) {
+void remove_node(const Process& process, const NodeRequest& node) {
   if (auto why = check_container_path(node.container_path); !why.empty())
     throw Error("container path " + q(node.container_path) + ": " + why);
   try {
-    in_mount_ns(pid, [&](const std::function<void()>& enter) {
+    in_mount_ns(process, [&](const std::function<void()>& enter) {
       enter();
       Parent p = open_parent(node.container_path, false);
       if (!p.fd) return std::string();
@@ -637,7 +669,7 @@ void remove_node(pid_t pid, const NodeRequest& node) {
   }
 }
 
-std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::string>& dirs) {
+std::vector<std::string> remove_empty_dirs(const Process& process, const std::vector<std::string>& dirs) {
   if (dirs.empty()) return {};
   std::vector<std::string> relative;
   for (const auto& d : dirs) {
@@ -651,7 +683,7 @@ std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::str
   });
   std::string answer;
   try {
-    answer = in_mount_ns(pid, [&](const std::function<void()>& enter) {
+    answer = in_mount_ns(process, [&](const std::function<void()>& enter) {
       enter();
       std::vector<std::string> gone;
       for (const auto& d : order) {
@@ -670,11 +702,11 @@ std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::str
   return split_lines(answer);
 }
 
-void remove_mount(pid_t pid, const std::string& container_path, bool remove_target) {
+void remove_mount(const Process& process, const std::string& container_path, bool remove_target) {
   if (auto why = check_container_path(container_path); !why.empty())
     throw Error("container path " + q(container_path) + ": " + why);
   try {
-    remove_made(pid, container_path, true,
+    remove_made(process, container_path, true,
                 [&](const struct stat& st) { return remove_target && empty_placeholder(st); }, {});
   } catch (const Error& e) {
     throw Error("remove the bind mount at " + q(container_path) + " in the container: " + e.what());

@@ -64,6 +64,7 @@ void add_common(VerbCli& cli, Common& c) {
 struct Target {
   std::string id;
   live::ContainerState state;
+  live::Process process;  // pinned when the container must be live
   config::Document doc;
   Spec spec;
 };
@@ -77,7 +78,11 @@ Target open_target(const Common& c, bool require_live) {
   Settings settings = read_settings(root);
   std::string runtime = find_runtime(settings.runtime_path);
   live::ContainerState state = live::runtime_state(runtime, c.root, c.id);
-  if (require_live) live::require_live(state);
+  live::Process process;
+  if (require_live) {
+    live::require_live(state);
+    process = live::pin(runtime, c.root, state);
+  }
   sfs::path config = state.bundle / "config.json";
   Spec spec = [&] {
     try {
@@ -86,7 +91,7 @@ Target open_target(const Common& c, bool require_live) {
       std::throw_with_nested(Error("container " + q(c.id) + ": read " + q(config.string())));
     }
   }();
-  return Target{c.id, std::move(state), std::move(doc), std::move(spec)};
+  return Target{c.id, std::move(state), std::move(process), std::move(doc), std::move(spec)};
 }
 
 // ---- the bundle's lock and record ----
@@ -507,13 +512,14 @@ int attach_main(const std::vector<std::string>& argv) {
       }
       apply([&](UndoStack& undo) {
         live::CgroupPlaces places = live::cgroup_places(t.state.pid);
+        t.process.require_alive();  // the cgroups read are the live container process's
         std::vector<RecordedDevice> after = before.devices;
         for (auto i : p.new_devices) after.push_back(p.record.devices[i]);
         change_rules(t, places, before.devices, after, undo);
         for (auto i : p.new_devices) {
           RecordedDevice& d = p.record.devices[i];
           try {
-            live::Placed placed = live::make_node(t.state.pid, node_request(d));
+            live::Placed placed = live::make_node(t.process, node_request(d));
             d.node = live::method_name(placed.method);
             add_dirs(p.record, placed.made_dirs);
             undo.push("remove " + q(d.path), placed.undo);
@@ -523,7 +529,7 @@ int attach_main(const std::vector<std::string>& argv) {
         }
         for (auto i : p.new_mounts) {
           RecordedMount& m = p.record.mounts[i];
-          live::Placed placed = live::bind_mount(t.state.pid, mount_request(m));
+          live::Placed placed = live::bind_mount(t.process, mount_request(m));
           m.mounted = placed.method != live::Method::existing;
           m.target = placed.made_target ? "made" : "existing";
           add_dirs(p.record, placed.made_dirs);
@@ -597,22 +603,23 @@ int detach_main(const std::vector<std::string>& argv) {
       rec.mounts = kept_mounts;
       apply([&](UndoStack& undo) {
         live::CgroupPlaces places = live::cgroup_places(t.state.pid);
+        t.process.require_alive();  // the cgroups read are the live container process's
         change_rules(t, places, old->devices, rec.devices, undo);
         for (auto it = gone_mounts.rbegin(); it != gone_mounts.rend(); ++it) {
           if (!it->mounted) continue;
-          live::remove_mount(t.state.pid, it->path, it->target == "made");
+          live::remove_mount(t.process, it->path, it->target == "made");
           auto m = *it;
-          pid_t pid = t.state.pid;
-          undo.push("mount " + q(m.path) + " again", [pid, m] { live::bind_mount(pid, mount_request(m)); });
+          live::Process pinned = t.process;
+          undo.push("mount " + q(m.path) + " again", [pinned, m] { live::bind_mount(pinned, mount_request(m)); });
         }
         for (const auto& d : gone) {
           if (d.node == "existing") continue;
-          live::remove_node(t.state.pid, node_request(d));
-          pid_t pid = t.state.pid;
-          undo.push("make " + q(d.path) + " again", [pid, d] { live::make_node(pid, node_request(d)); });
+          live::remove_node(t.process, node_request(d));
+          live::Process pinned = t.process;
+          undo.push("make " + q(d.path) + " again", [pinned, d] { live::make_node(pinned, node_request(d)); });
         }
         // What is made again on undo makes its directories again.
-        for (const auto& dir : live::remove_empty_dirs(t.state.pid, rec.dirs))
+        for (const auto& dir : live::remove_empty_dirs(t.process, rec.dirs))
           rec.dirs.erase(std::remove(rec.dirs.begin(), rec.dirs.end(), dir), rec.dirs.end());
         write_record(t, rec);
       });

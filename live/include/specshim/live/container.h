@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,33 @@ std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, c
 // require_live throws Error naming the container unless it is created or
 // running (a stopped container has no namespaces to enter).
 void require_live(const ContainerState& state);
+
+// Process is a container's init process held by a pidfd, so that the pid,
+// once the kernel hands it to another process, cannot be mistaken for the
+// container's: every entry into its namespaces opens /proc/PID/ns/* first
+// and then checks that the pidfd's process is still alive (then those are
+// its namespaces). Copies share the pidfd.
+class Process {
+ public:
+  Process() = default;
+  pid_t pid() const { return pid_; }
+  // alive reports whether the process has not exited (the pidfd polls readable when it has).
+  bool alive() const;
+  // require_alive throws Error naming the pid when it has exited.
+  void require_alive() const;
+
+ private:
+  friend Process pin(const std::filesystem::path&, const std::string&, const ContainerState&);
+  pid_t pid_ = 0;
+  std::shared_ptr<const int> fd_;  // the pidfd, closed with the last copy
+};
+
+// pin opens a pidfd for state.pid, then asks the runtime's state again: the
+// pidfd holds the container's process when the runtime still names that pid
+// and the container is created or running (runc checks the pid's start time
+// against its own record, so a reused pid reads as stopped). Throws Error
+// naming the container otherwise.
+Process pin(const std::filesystem::path& runtime, const std::string& root, const ContainerState& state);
 
 // has_own_user_namespace reports whether pid is in another user namespace
 // than this process (/proc/PID/ns/user against /proc/self/ns/user).
@@ -93,7 +121,7 @@ struct Placed {
 // namespace). An existing path that is the same device is left alone
 // (Method::existing); any other existing path is an error. Throws Error
 // naming the container path and the cause.
-Placed make_node(pid_t pid, const NodeRequest& node);
+Placed make_node(const Process& process, const NodeRequest& node);
 
 // MountRequest is one bind mount of a host file or directory.
 struct MountRequest {
@@ -113,21 +141,21 @@ struct MountRequest {
 // other kind is an error, and a mount of the same source already there is
 // left alone (Method::existing). The Undo unmounts it and removes what was
 // made.
-Placed bind_mount(pid_t pid, const MountRequest& mount);
+Placed bind_mount(const Process& process, const MountRequest& mount);
 
 // remove_node removes the node at container_path when it is that device
 // (unmounting it first when it is a bind mount, then removing the empty file
 // under it). A missing path is not an error; another file there is.
-void remove_node(pid_t pid, const NodeRequest& node);
+void remove_node(const Process& process, const NodeRequest& node);
 
 // remove_empty_dirs removes, deepest first, those of dirs (container paths
 // of directories attach made) that are empty now, inside the mount
 // namespace of pid, and returns the ones that are gone afterwards. A
 // directory something else was put in stays.
-std::vector<std::string> remove_empty_dirs(pid_t pid, const std::vector<std::string>& dirs);
+std::vector<std::string> remove_empty_dirs(const Process& process, const std::vector<std::string>& dirs);
 
 // remove_mount unmounts container_path when a mount is there, and removes
 // the empty file or directory under it when remove_target.
-void remove_mount(pid_t pid, const std::string& container_path, bool remove_target);
+void remove_mount(const Process& process, const std::string& container_path, bool remove_target);
 
 }  // namespace specshim::live
