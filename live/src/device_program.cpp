@@ -234,7 +234,7 @@ class Machine {
 
   void jump(const bpf_insn& i, bool narrow) {
     std::uint8_t op = i.code & 0xf0;
-    if (op == BPF_CALL) stop("calls helper " + std::to_string(i.imm));
+    if (op == BPF_CALL) stop("calls a kernel helper");  // translated: imm is the helper's address, not its id
     std::int64_t off = i.off;
     bool taken = true;
     if (op == BPF_JA) {

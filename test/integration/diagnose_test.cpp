@@ -395,3 +395,32 @@ TEST_CASE("diagnose: another agent's device program that denies a node the spec 
   CHECK_THAT(messages[0], Contains("device program " + std::to_string(deny.id())));
   CHECK(statuses(d.report, "cgroup", "/dev/accel0") == std::set<std::string>{"ok", "fail"});  // v1 allows it
 }
+
+TEST_CASE("diagnose: read from one rule and write from another is no read-write open, as the kernel decides") {
+  // open(O_RDWR) asks for r and w at once: the v1 controller needs one
+  // exception holding both; "c 240:* r" and "c 240:0 w" each hold one. Major
+  // 240 (local/experimental) has no driver: an open the cgroup lets through
+  // fails with ENXIO, one it refuses with EPERM.
+  Host host;
+  Running c(
+      host.tmp / "c",
+      [](BusyboxBundle& b) {
+        device(b, "/dev/local0", 240, 0, false);
+        auto& rules = b.spec()["linux"]["resources"]["devices"];
+        rules.push_back({{"allow", true}, {"type", "c"}, {"major", 240}, {"access", "r"}});
+        rules.push_back({{"allow", true}, {"type", "c"}, {"major", 240}, {"minor", 0}, {"access", "w"}});
+      },
+      "it-diag");
+  Specshim specshim{c, host.config};
+  std::string probe = c.sh("(: < /dev/local0) 2>&1; (: > /dev/local0) 2>&1; (: <> /dev/local0) 2>&1; true");
+  REQUIRE(probe ==
+          "/bin/sh: can't open /dev/local0: No such device or address\n"
+          "/bin/sh: can't create /dev/local0: No such device or address\n"
+          "/bin/sh: can't create /dev/local0: Operation not permitted\n");
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"cgroup"});
+  CHECK(any_contains(failing_messages(d.report, "cgroup", "/dev/local0"), "does not allow c 240:0 rw"));
+}

@@ -38,8 +38,9 @@ std::optional<std::string> last_env(const Spec& spec, const std::string& key) {
 // check_cdi_names judges CDI names the kubelet handed over (a plugin's
 // CDIDevices, a DRA claim's devices) by their nodes: CRI passes them in its
 // CDIDevices field and containerd injects them without an annotation, so
-// only the nodes in the spec tell whether they arrived. what names the grant.
-void check_cdi_names(const Setup& setup, const Container& c, const std::string& what,
+// only the nodes in the spec tell whether they arrived. grant names who
+// granted them (the node layer's source), what the grant in messages.
+void check_cdi_names(const Setup& setup, const Container& c, const std::string& grant, const std::string& what,
                      const std::vector<std::string>& names, const std::string& missing_hint, Report& r,
                      std::vector<Device>& out) {
   if (!setup.cdi_dirs) {
@@ -53,13 +54,15 @@ void check_cdi_names(const Setup& setup, const Container& c, const std::string& 
     r.add(kAllocation, n, Status::fail,
           what + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines " + q(n), missing_hint);
   for (auto& d : devices) {
+    std::string cdi = d.source;  // CDI `vendor.com/class=name`
+    d.source = grant + ", " + cdi;
     std::string how = in_spec(c.spec, d.path);
     if (how.empty())
-      r.add(kAllocation, d.path, Status::fail, what + ": " + d.source + " node " + d.path + " is not in the spec",
+      r.add(kAllocation, d.path, Status::fail, what + ": " + cdi + " node " + d.path + " is not in the spec",
             "the runtime did not inject it: containerd needs enable_cdi (CRI passes CDI names in CDIDevices); "
             "specshim's cdi modifier needs them handed over ([device-plugin], [device-plugin.dra])");
     else
-      r.add(kAllocation, d.path, Status::ok, what + ": " + d.source + " node " + d.path + " in the spec (" + how + ")");
+      r.add(kAllocation, d.path, Status::ok, what + ": " + cdi + " node " + d.path + " in the spec (" + how + ")");
     out.push_back(std::move(d));
   }
 }
@@ -98,8 +101,8 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
       r.add(
           kAllocation, key, Status::fail,
           by + " set " + key + "=" + value + "; the process gets " + key + "=" + *got + " (a later entry overrides it)",
-          "the pod spec overrides what the device plugin set; remove it from the pod, or turn on [device-plugin] "
-          "(its protect-env = \"fail\", the default, refuses such a create)");
+          "the pod spec overrides what the device plugin set; remove it from the pod, or set [device-plugin] enabled "
+          "= true (its protect-env = \"fail\", the default, refuses such a create)");
     else
       r.add(kAllocation, key, Status::ok, by + " set " + key + "=" + value + ": the process has it");
   }
@@ -112,7 +115,7 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
       r.add(kAllocation, m.container_path, Status::ok, by + " mounted " + q(m.host_path) + ": in the spec");
   }
   if (!a.cdi_devices.empty())
-    check_cdi_names(setup, c, by + " answered with CDI devices", a.cdi_devices,
+    check_cdi_names(setup, c, by, by + " answered with CDI devices", a.cdi_devices,
                     "the device plugin names a CDI device no spec file defines: is its CDI spec written?", r, out);
 }
 
@@ -186,7 +189,7 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
     r.add(kAllocation, claim.claim_name, Status::info,
           what + ": " + (names.empty() ? "no CDI device" : "CDI devices " + join(names, ", ")));
     if (!names.empty())
-      check_cdi_names(setup, c, what, names,
+      check_cdi_names(setup, c, what, what, names,
                       "the DRA driver writes the spec file when it prepares the claim: is its kubelet plugin running?",
                       r, out);
   }

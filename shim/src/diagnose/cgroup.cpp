@@ -25,12 +25,19 @@ std::string q(std::string_view s) {
   return "`" + std::string(s) + "`";
 }
 
-// denied is the part of access the rules do not allow ("" when all of it is allowed).
-std::string denied(const std::vector<live::DeviceRule>& rules, const Device& d) {
-  std::string out;
+// allows decides the whole request at once, as the kernel decides an
+// open(O_RDWR): one exception must hold every letter of it. That is the
+// program compile_program makes of the rules, run on the request; a list
+// runc would refuse is decided letter by letter by the reference instead.
+bool allows(const std::vector<live::DeviceRule>& rules, const Device& d) {
+  try {
+    live::ProgramRun run = live::run_device_program(live::compile_program(rules), d.type, d.major, d.minor, d.access);
+    if (run.allow) return *run.allow;
+  } catch (const Error&) {
+  }
   for (char a : d.access)
-    if (!live::reference_decision(rules, live::Access{d.type, d.major, d.minor, a})) out += a;
-  return out;
+    if (!live::reference_decision(rules, live::Access{d.type, d.major, d.minor, a})) return false;
+  return true;
 }
 
 std::optional<std::int64_t> number_or_any(std::string_view s) {
@@ -63,13 +70,12 @@ void check_v1(const Container& c, const Device& d, Report& r, std::string_view l
     r.add(layer, d.path, Status::warn, std::string("cgroup v1: ") + e.what(), "");
     return;
   }
-  std::string no = denied(rules, d);
-  if (no.empty())
-    r.add(layer, d.path, Status::ok,
-          "devices.list of " + c.cgroups.v1_devices->string() + " allows " + numbers(d) + " " + d.access);
+  std::string request = numbers(d) + " " + d.access;
+  if (allows(rules, d))
+    r.add(layer, d.path, Status::ok, "devices.list of " + c.cgroups.v1_devices->string() + " allows " + request);
   else
     r.add(layer, d.path, Status::fail,
-          "devices.list of " + c.cgroups.v1_devices->string() + " does not allow " + numbers(d) + " " + no, kRuleHint);
+          "devices.list of " + c.cgroups.v1_devices->string() + " does not allow " + request, kRuleHint);
 }
 
 // check_v2 runs every device program in effect on the container's cgroup2
@@ -107,30 +113,39 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   std::string in_effect = std::to_string(programs.size()) + " device program" + (programs.size() == 1 ? "" : "s") +
                           " in effect on " + dir.string();
   std::string request = numbers(d) + " " + d.access;
+  // What runc (spec) and attach (record) installed, to tell their program from another agent's.
+  std::optional<bool> ours;
+  std::string rules_error;
+  try {
+    ours =
+        allows(attach::enforced_rules(c.spec, c.record ? c.record->devices : std::vector<attach::RecordedDevice>{}), d);
+  } catch (const Error& e) {
+    rules_error = e.what();
+  }
   if (!denied_by.empty()) {
-    r.add(layer, d.path, Status::fail,
-          "device program " + join(denied_by, ", ") + " (of " + in_effect + ") denies " + request,
-          std::string(kRuleHint) + "; `bpftool prog dump xlated id " + denied_by.front() + "` shows the program");
+    std::string ids = join(denied_by, ", ");
+    r.add(layer, d.path, Status::fail, "device program " + ids + " (of " + in_effect + ") denies " + request,
+          ours.value_or(false)
+              ? "the container's own rules allow it, so another agent attached that program: `bpftool prog show id " +
+                    denied_by.front() + "` and `bpftool cgroup tree` show it and where it is attached"
+              : std::string(kRuleHint) + "; `bpftool prog dump xlated id " + denied_by.front() + "` shows the program");
     return;
   }
   if (unknown.empty()) {
-    r.add(layer, d.path, Status::ok, "the " + in_effect + " allow " + request);
+    r.add(layer, d.path, Status::ok, "the " + in_effect + (programs.size() == 1 ? " allows " : " allow ") + request);
     return;
   }
   // Judge what cannot be run by the rules runc (spec) and attach (record) installed.
-  std::vector<live::DeviceRule> rules;
-  try {
-    rules = attach::enforced_rules(c.spec, c.record ? c.record->devices : std::vector<attach::RecordedDevice>{});
-  } catch (const Error& e) {
-    r.add(layer, d.path, Status::warn,
-          "cannot run device program " + join(unknown, ", ") + " nor read the spec's rules: " + e.what(), "");
+  std::string cannot = "cannot run device program " + join(unknown, ", ") + " here";
+  if (!ours) {
+    r.add(layer, d.path, Status::warn, cannot + ", nor read the spec's rules: " + rules_error, "");
     return;
   }
-  std::string no = denied(rules, d);
-  r.add(layer, d.path, no.empty() ? Status::warn : Status::fail,
-        "cannot run device program " + join(unknown, ", ") + " here; the rules runc and attach installed " +
-            (no.empty() ? "allow " + request : "deny " + numbers(d) + " " + no),
-        no.empty() ? "`bpftool prog dump xlated id` shows what the program does" : kRuleHint);
+  r.add(layer, d.path, *ours ? Status::warn : Status::fail,
+        cannot + "; the rules runc and attach installed " + (*ours ? "allow " : "deny ") + request,
+        *ours ? "`bpftool prog dump xlated id " + unknown.front().substr(0, unknown.front().find(' ')) +
+                    "` shows what the program does"
+              : kRuleHint);
 }
 
 void check_systemd(const Container& c, const Device& d, Report& r, std::string_view layer) {

@@ -79,7 +79,7 @@ std::string find_container(const Setup& setup, const Options& o) {
   std::string where = setup.runtime_root.empty() ? "the runtime's default root" : q(setup.runtime_root);
   if (found.empty())
     throw CannotInspect(which + ": the runtime under " + where +
-                        " runs no such container (matched by its io.kubernetes.cri.sandbox-namespace, -name" +
+                        " runs no such container (matched by the io.kubernetes.cri.sandbox-namespace, sandbox-name" +
                         (o.container.empty() ? "" : " and container-name") + " annotations)" +
                         (others.empty() ? "" : "; the pod has " + join(others, ", ")));
   if (found.size() > 1) {

@@ -20,6 +20,12 @@ std::string mode_text(char type, std::uint32_t mode) {
   return s;
 }
 
+// source_of says where the device comes from: "from linux.devices", or a
+// companion's "needed by /dev/nvidia0, NVIDIA GPU".
+std::string source_of(const Device& d) {
+  return d.source.rfind("needed by ", 0) == 0 ? d.source : "from " + d.source;
+}
+
 // remedy is what brings a missing or wrong node back.
 std::string remedy(const Device& d) {
   if (!d.remedy.empty()) return d.remedy;
@@ -55,7 +61,7 @@ bool has(const std::string& options, std::string_view option) {
 
 void check_node(const Container& c, const Device& d, Report& r, std::string_view layer) {
   live::FileView v = live::look_at(c.root, d.path);
-  std::string from = " (from " + d.source + ")";
+  std::string from = " (" + source_of(d) + ")";
   if (!v.error.empty()) {
     r.add(layer, d.path, Status::fail, "cannot look at it inside the container: " + v.error,
           "a symlink loop or a file where a directory should be, on the way to the node");
@@ -65,9 +71,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
     r.add(layer, d.path, Status::fail,
           std::string(v.kind == live::FileView::Kind::missing ? "does not exist" : "is a dangling symlink") +
               " in the container" + from,
-          d.bind ? "the bind mount of " + d.host_path + " is gone; recreate the container"
-                 : "the runtime made no node there or something removed it; recreate the container, or `specshim "
-                   "attach` it");
+          remedy(d));
     return;
   }
   if (!v.is_device()) {
@@ -79,7 +83,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   if (d.numbers_known && (v.type() != d.type || v.major != d.major || v.minor != d.minor)) {
     r.add(layer, d.path, Status::fail, "is " + got + ", but " + d.source + " says " + numbers(d),
           d.bind ? "a bind mount shows the host file's own numbers: the host node at " + d.host_path + " changed"
-                 : "another node was made at this path: " + remedy(d));
+                 : "another node was made at this path; remove it in the container, then " + remedy(d));
     return;
   }
   if (!d.host_path.empty()) {
@@ -98,7 +102,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   std::string looks = got + " " + mode_text(v.type(), v.mode) + " " + c.owner(v.uid, v.gid);
   bool mapped = c.owner_mapped(v.uid, v.gid);
   if (!live::may_open(c.process, v.uid, v.gid, v.mode, d.access, mapped)) {
-    std::string why = looks + ": " + c.process_ids() + " may not open it for " + d.access;
+    std::string why = looks + from + ": " + c.process_ids() + " may not open it for " + d.access;
     if (!mapped) why += " (its owner is not mapped into the container's user namespace: only the other bits count)";
     r.add(layer, d.path, Status::fail, why,
           d.bind || !mapped

@@ -88,7 +88,7 @@ std::vector<bpf_insn> compile_program(const std::vector<DeviceRule>& rules);
 // cannot be run here.
 struct ProgramRun {
   std::optional<bool> allow;  // nullopt: see error
-  std::string error;          // "insn 7: calls helper 14"
+  std::string error;          // "insn 7: calls a kernel helper"
 };
 
 // run_device_program runs a BPF_CGROUP_DEVICE program as the kernel holds it
