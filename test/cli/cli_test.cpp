@@ -648,7 +648,7 @@ TEST_CASE("cdi: the second create reads the spec from the parse cache and writes
   CHECK_FALSE(fs::exists(fresh));
 }
 
-TEST_CASE("a create that writes removes the temp files of dead creates; nothing to change and dry-run remove none") {
+TEST_CASE("a create that writes removes the temp files of dead creates, nothing to change and dry-run remove none") {
   Cli c;
   const std::string dead = ".config.json.specshim-99999999-1.tmp";  // above any pid_max: no such process
   const std::string live = ".config.json.specshim-" + std::to_string(::getpid()) + "-2.tmp";

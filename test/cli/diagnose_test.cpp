@@ -130,7 +130,7 @@ TEST_CASE("diagnose: an unknown container id is exit 2, naming it") {
   CHECK_THAT(line, Contains("`specshim-no-such-container`"));
 }
 
-TEST_CASE("diagnose: specshim --help lists diagnose; diagnose --help prints its options and exits 0") {
+TEST_CASE("diagnose: specshim --help lists diagnose, diagnose --help prints its options and exits 0") {
   Diagnose d;
   write_file(d.config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n");
   auto top = run_process({SPECSHIM_BINARY, "--help"},

@@ -451,7 +451,7 @@ TEST_CASE("a reference cycle fails naming every resource on it") {
   CHECK(b.calls("Allocate") == 1);
 }
 
-TEST_CASE("plugin down: fail names pod, container, resource, socket and cause; skip continues with a warning") {
+TEST_CASE("plugin down: fail names pod, container, resource, socket and cause, skip continues with a warning") {
   Node node;
   node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"example.com/gpu", {"GPU-1"}}}}});
   std::string down = "socket = \"gone.sock\"\nallocate = true\n";

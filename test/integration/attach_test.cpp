@@ -55,7 +55,7 @@ void one_line_error(const ProcessResult& r, const std::string& want) {
 
 }  // namespace
 
-TEST_CASE("attach: a running container gains a node that opens; detach takes node and rule back") {
+TEST_CASE("attach: a running container gains a node that opens, detach takes node and rule back") {
   Host host;
   Running c(host.tmp / "c");
   Specshim specshim{c, host.config};
@@ -92,7 +92,7 @@ TEST_CASE("attach: a running container gains a node that opens; detach takes nod
   CHECK(specshim.attached()["devices"].empty());
 }
 
-TEST_CASE("attach: an identical second attach changes nothing; another device at a taken path is refused") {
+TEST_CASE("attach: an identical second attach changes nothing, another device at a taken path is refused") {
   Host host;
   Running c(host.tmp / "c");
   Specshim specshim{c, host.config};
@@ -337,7 +337,7 @@ TEST_CASE("detach: what is not attached is refused, naming it") {
   CHECK(read_file(c.record()) == before);
 }
 
-TEST_CASE("attach: the device program on the container's cgroup2 directory is replaced; exactly one afterwards") {
+TEST_CASE("attach: the device program on the container's cgroup2 directory is replaced, exactly one afterwards") {
   namespace live = specshim::live;
   Host host;
   Running c(host.tmp / "c");
@@ -391,7 +391,7 @@ TEST_CASE("detach: what the container's own spec allows stays allowed") {
   CHECK(c.rule_allows());
 }
 
-TEST_CASE("detach: the directories attach made go when their last node does; others' directories stay") {
+TEST_CASE("detach: the directories attach made go when their last node does, others' directories stay") {
   Host host;
   Running c(host.tmp / "c");
   Specshim specshim{c, host.config};
@@ -421,7 +421,7 @@ TEST_CASE("detach: the directories attach made go when their last node does; oth
 }
 
 TEST_CASE(
-    "attach --gpu: a GPU named by its UUID is /dev/nvidia<minor> from the driver's list; detach --gpu takes it back") {
+    "attach --gpu: a GPU named by its UUID is /dev/nvidia<minor> from the driver's list, detach --gpu takes it back") {
   // A stand-in node at /dev/nvidia250 (the 1:11 test numbers; no driver gives
   // a GPU that minor), and a driver list under a fake --proc.
   Host host;

@@ -424,3 +424,27 @@ TEST_CASE("diagnose: read from one rule and write from another is no read-write 
   CHECK(failing_layers(d.report) == std::set<std::string>{"cgroup"});
   CHECK(any_contains(failing_messages(d.report, "cgroup", "/dev/local0"), "does not allow c 240:0 rw"));
 }
+
+TEST_CASE("diagnose: a CDI request the create did not inject fails the spec layer, one no spec file defines warns") {
+  Host host;
+  fs::path cdi = host.tmp / "cdi";
+  write_file(cdi / "accel.yaml",
+             "cdiVersion: 0.5.0\nkind: example.com/accel\ndevices:\n- name: \"0\"\n"
+             "  containerEdits:\n    deviceNodes:\n    - path: /dev/accel0\n      hostPath: " +
+                 host.node.string() + "\n");
+  write_file(host.config, "[runtime]\npath = \"/usr/sbin/runc\"\n\n[cdi]\nspec-dirs = [\"" + cdi.string() + "\"]\n");
+  Running c(
+      host.tmp / "c",
+      [](BusyboxBundle& b) { b.spec()["annotations"]["cdi.k8s.io/test"] = "example.com/accel=0,example.com/accel=9"; },
+      "it-diag");
+  Specshim specshim{c, host.config};
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_subjects(d.report, "spec") == std::set<std::string>{"/dev/accel0"});
+  CHECK(any_contains(failing_messages(d.report, "spec", "/dev/accel0"), "CDI `example.com/accel=0` asks for node"));
+  CHECK(statuses(d.report, "spec", "example.com/accel=9") == std::set<std::string>{"warn"});
+  // The missing node and its missing rule are what the spec's gap does to the container.
+  CHECK(failing_layers(d.report) == std::set<std::string>{"spec", "node", "cgroup"});
+}

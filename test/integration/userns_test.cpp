@@ -166,7 +166,7 @@ std::string cdi_accel_config(const HostDevice& dev) {
 
 }  // namespace
 
-TEST_CASE("userns: a rootfs chowned to the mapped ids; uid 10001 gets user10001, in a copy container root owns") {
+TEST_CASE("userns: a rootfs chowned to the mapped ids, uid 10001 gets user10001, in a copy container root owns") {
   Pod pod(kPasswdOnly);
   chown_tree(pod.b.rootfs(), kHostBase, kHostBase);
   REQUIRE(pod.sh(kWho) == "user10001\ngroup10001\n0:0 644\n0:0 644\nread-only\n");

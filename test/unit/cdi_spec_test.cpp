@@ -316,7 +316,7 @@ std::string env_of(const Registry& r, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("cdi dirs: later dirs override earlier ones; same-dir duplicates conflict") {
+TEST_CASE("cdi dirs: later dirs override earlier ones, same-dir duplicates conflict") {
   test::TempDir t;
   test::write_file(t / "etc/a.yaml", spec_a("etc"));
   test::write_file(t / "run/a.json", spec_a("run"));

@@ -272,7 +272,7 @@ TEST_CASE("merge_answer: adds what is missing, keeps what is there, and a second
   CHECK(spec.json() == once);
 }
 
-TEST_CASE("merge_answer: a node already in the spec gets only its rule; a different node at the path wins") {
+TEST_CASE("merge_answer: a node already in the spec gets only its rule, a different node at the path wins") {
   Spec spec = spec_with(Json::object());
   spec.json()["linux"]["devices"] =
       Json::array({{{"path", "/dev/nvidia0"}, {"type", "c"}, {"major", 195}, {"minor", 0}},
@@ -289,7 +289,7 @@ TEST_CASE("merge_answer: a node already in the spec gets only its rule; a differ
   CHECK_THAT(joined(conflicts), Contains("device /dev/nvidiactl: kept"));
 }
 
-TEST_CASE("merge_answer: an answer's annotation is added when absent; mounts dedupe by destination") {
+TEST_CASE("merge_answer: an answer's annotation is added when absent, mounts dedupe by destination") {
   Spec spec = spec_with(Json::object());
   spec.json()["mounts"].push_back({{"destination", "/usr/bin/tool/"}, {"type", "bind"}, {"source", "/elsewhere"}});
   kubelet::AllocateResponse a;
@@ -316,7 +316,7 @@ TEST_CASE("merge_list_annotation: appends new items, keeps the existing text") {
              Contains("annotation `specshim.io/resources`: must be a string"));
 }
 
-TEST_CASE("device-plugin: protect-env reads as true, false, \"fail\" or \"drop\"; default fail") {
+TEST_CASE("device-plugin: protect-env reads as true, false, \"fail\" or \"drop\", default fail") {
   REQUIRE(config_of("[device-plugin]\nenabled = true\n")->protect_env == ProtectEnv::fail);
   REQUIRE(config_of("[device-plugin]\nenabled = true\nprotect-env = false\n")->protect_env == ProtectEnv::off);
   REQUIRE(config_of("[device-plugin]\nenabled = true\nprotect-env = true\n")->protect_env == ProtectEnv::fail);

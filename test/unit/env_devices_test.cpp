@@ -94,7 +94,7 @@ TEST_CASE("env-devices: bare names take the kind, qualified names stay as they a
   REQUIRE(qualify("nvidia.com/gpu", "-x", &why).empty());
 }
 
-TEST_CASE("env-devices: entries read with their defaults; every bad key is named") {
+TEST_CASE("env-devices: entries read with their defaults, every bad key is named") {
   Entry e = nvidia();
   REQUIRE(e.env == "NVIDIA_VISIBLE_DEVICES");
   REQUIRE(e.volume_mounts == "/var/run/nvidia-container-devices");  // cleaned
@@ -112,7 +112,7 @@ TEST_CASE("env-devices: entries read with their defaults; every bad key is named
     std::string want;
   };
   std::vector<Row> rows = {
-      {"[[env-devices]]\nkind = \"a.com/b\"\n", "`env-devices.env`"},
+      {"[[env-devices]]\nkind = \"a.com/b\"\n", "`env-devices[0].env`"},
       {"[[env-devices]]\nenv = \"1X\"\nkind = \"a.com/b\"\n", "needs the variable's name"},
       {"[[env-devices]]\nenv = \"X\"\n", "needs the CDI kind"},
       {"[[env-devices]]\nenv = \"X\"\nkind = \"gpu\"\n", "is not a CDI kind"},

@@ -57,7 +57,7 @@ TEST_CASE("live places: a unified host, a systemd scope, a path with a colon and
   CHECK(p.systemd_unit == "docker.service");
 }
 
-TEST_CASE("live places: a v1 scope is found through the devices path; unmounted hierarchies are left out") {
+TEST_CASE("live places: a v1 scope is found through the devices path, unmounted hierarchies are left out") {
   auto p = parse_cgroup_places("5:devices:/system.slice/cri-containerd-x.scope\n0::/\n",
                                "36 31 0:33 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,devices\n");
   CHECK(*p.v1_devices == "/sys/fs/cgroup/devices/system.slice/cri-containerd-x.scope");

@@ -48,7 +48,7 @@ TEST_CASE("nvidia gpus: a file without a UUID or a minor is refused, naming it")
              Contains("is not a UUID"));
 }
 
-TEST_CASE("nvidia gpus: a /proc tree lists its GPUs by minor; a UUID is found whatever its case") {
+TEST_CASE("nvidia gpus: a /proc tree lists its GPUs by minor, a UUID is found whatever its case") {
   TempDir proc;
   add_gpu(proc, "GPU-bbbb", 1, "0000:af:00.0");
   add_gpu(proc, "GPU-aaaa", 0, "0000:3b:00.0");

@@ -165,7 +165,7 @@ TEST_CASE("patches config errors name the patch, the op and the line") {
   }
 }
 
-TEST_CASE("patches: allow-sensitive lets a patch touch root.path and process.user; reads never need it") {
+TEST_CASE("patches: allow-sensitive lets a patch touch root.path and process.user, reads never need it") {
   REQUIRE_NOTHROW(
       build(one("  { op = \"replace\", path = \"/process/user/uid\", value = 1000 },") + "allow-sensitive = true\n"));
   REQUIRE_NOTHROW(
@@ -207,7 +207,7 @@ TEST_CASE("patches: globs are checked as fnmatch reads them") {
   }
 }
 
-TEST_CASE("patches: match needs every condition; no match is every container") {
+TEST_CASE("patches: match needs every condition, no match is every container") {
   auto with = [](const std::string& match) {
     return "[[patches]]\nname = \"p\"\nmatch = " + match + "\nops = [{ op = \"add\", path = \"/x\", value = 1 }]\n";
   };
