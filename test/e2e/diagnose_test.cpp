@@ -104,8 +104,9 @@ TEST_CASE(
     auto d = diagnose(c, sandbox_root, {"--pod", pod_ref});
     INFO(shown(c, d));
     CHECK(d.r.exit_code == 2);
-    CHECK_THAT(d.r.err, Catch::Contains("pod `" + pod_ref + "`: no container"));
-    CHECK_THAT(d.r.err, !Catch::Contains(pod.id));
+    CHECK_THAT(d.r.err, Catch::Contains("pod `" + pod_ref + "`: the runtime under `" + sandbox_root +
+                                        "` runs no such container"));
+    CHECK_THAT(d.r.err, Catch::Contains("the pod has its sandbox " + pod.id + " (never inspected)"));
   }
 
   // As the kubelet passes a device plugin's DeviceSpec.
