@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "cdi_internal.h"
@@ -29,7 +30,29 @@ using cdi::quote;
 
 // ---- requests ----
 
-void add_names(const std::string& key, const std::string& value, bool empty_ok, std::vector<std::string>& out) {
+// Names is a list without repeats, in the order first given. A tenant's
+// annotation may hold thousands of names: past a few, repeats are found
+// through a hash set, not by scanning the list (20,000 names took 0.4 s).
+class Names {
+ public:
+  void add(std::string name) {
+    if (list_.size() < kScan) {
+      if (std::find(list_.begin(), list_.end(), name) != list_.end()) return;
+    } else {
+      if (seen_.empty()) seen_.insert(list_.begin(), list_.end());
+      if (!seen_.insert(name).second) return;
+    }
+    list_.push_back(std::move(name));
+  }
+  std::vector<std::string> take() { return std::move(list_); }
+
+ private:
+  static constexpr std::size_t kScan = 16;
+  std::vector<std::string> list_;
+  std::unordered_set<std::string> seen_;
+};
+
+void add_names(const std::string& key, const std::string& value, bool empty_ok, Names& out) {
   if (value.empty() && empty_ok) return;
   std::size_t start = 0;
   for (;;) {
@@ -38,7 +61,7 @@ void add_names(const std::string& key, const std::string& value, bool empty_ok, 
     std::string why;
     if (!cdi::parse_qualified_name(name, &why))
       throw Error("annotation " + quote(key) + ": invalid CDI device name " + quote(name) + ": " + why);
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    out.add(std::move(name));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -53,7 +76,7 @@ std::vector<std::string> cdi::requested_devices(const Spec& spec) {
   for (auto it = annotations->begin(); it != annotations->end(); ++it)
     if (it.key().rfind(cdi::kAnnotationPrefix, 0) == 0) keys.push_back(it.key());
   std::sort(keys.begin(), keys.end());
-  std::vector<std::string> names;
+  Names names;
   auto value_of = [&](const std::string& key) {
     const Json& v = (*annotations)[key];
     if (!v.is_string()) throw Error("annotation " + quote(key) + ": must be a string");
@@ -62,7 +85,7 @@ std::vector<std::string> cdi::requested_devices(const Spec& spec) {
   for (const auto& key : keys) add_names(key, value_of(key), false, names);
   if (annotations->contains(cdi::kDevicesAnnotation))
     add_names(cdi::kDevicesAnnotation, value_of(cdi::kDevicesAnnotation), true, names);
-  return names;
+  return names.take();
 }
 
 namespace {
