@@ -216,18 +216,6 @@ Granted grant_of(const Entry& e, const Grant& grant) {
 
 namespace {
 
-// last_value is the value of the last `key=` entry of process.env, the one
-// runc and NCT use.
-std::optional<std::string> last_value(const Spec& spec, const std::string& key) {
-  const Json* env = spec.find({"process", "env"});
-  if (!env || !env->is_array()) return std::nullopt;
-  std::string prefix = key + "=";
-  for (auto it = env->rbegin(); it != env->rend(); ++it)
-    if (it->is_string() && it->get_ref<const std::string&>().rfind(prefix, 0) == 0)
-      return it->get_ref<const std::string&>().substr(prefix.size());
-  return std::nullopt;
-}
-
 // mounted lists the devices of the volume-mounts strategy: /dev/null bind
 // mounts below dir, one per destination, in mount order.
 std::vector<std::string> mounted(const Spec& spec, const std::string& dir) {
@@ -284,7 +272,7 @@ struct EnvDevices::State {
     std::string origin;
     std::vector<std::string> from_mounts;
     if (!e.volume_mounts.empty()) from_mounts = mounted(spec, e.volume_mounts);
-    std::optional<std::string> value = last_value(spec, e.env);
+    std::optional<std::string> value = spec.env(e.env);
     if (!from_mounts.empty()) {
       list = {DeviceList::What::names, from_mounts};
       origin = "/dev/null mounts below " + e.volume_mounts + " of " + target;
@@ -399,7 +387,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
   std::erase_if(ctx.device_requests, [](const DeviceRequest& r) { return r.from == "env-devices"; });
   for (const auto& [e, req] : *s.decided) {
     ctx.device_requests.push_back(req);
-    if (e->after != After::void_value || last_value(spec, e->env) == "void") continue;
+    if (e->after != After::void_value || spec.env(e->env) == "void") continue;
     spec.array_at({"process", "env"}).push_back(e->env + "=void");
     s.changes.push_back("appended " + e->env + "=void");
   }

@@ -243,6 +243,16 @@ std::string Spec::serialize() const {
   }
 }
 
+std::optional<std::string> Spec::env(std::string_view key) const {
+  const Json* env = find({"process", "env"});
+  if (!env || !env->is_array()) return std::nullopt;
+  std::string prefix = std::string(key) + "=";
+  for (auto it = env->rbegin(); it != env->rend(); ++it)
+    if (it->is_string() && it->get_ref<const std::string&>().rfind(prefix, 0) == 0)
+      return it->get_ref<const std::string&>().substr(prefix.size());
+  return std::nullopt;
+}
+
 std::optional<std::string> Spec::annotation(std::string_view key) const {
   const Json* a = find({"annotations"});
   if (!a || !a->is_object()) return std::nullopt;

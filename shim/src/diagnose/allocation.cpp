@@ -22,19 +22,6 @@ std::string q(std::string_view s) {
   return "`" + std::string(s) + "`";
 }
 
-// last_env is the value the process gets for key: the last KEY= entry.
-std::optional<std::string> last_env(const Spec& spec, const std::string& key) {
-  std::optional<std::string> value;
-  if (const Json* env = spec.find({"process", "env"}); env && env->is_array())
-    for (const auto& e : *env)
-      if (e.is_string()) {
-        const auto& s = e.get_ref<const std::string&>();
-        if (s.size() > key.size() && s.compare(0, key.size(), key) == 0 && s[key.size()] == '=')
-          value = s.substr(key.size() + 1);
-      }
-  return value;
-}
-
 // check_cdi_names judges CDI names the kubelet handed over (a plugin's
 // CDIDevices, a DRA claim's devices) by their nodes: CRI passes them in its
 // CDIDevices field and containerd injects them without an annotation, so
@@ -93,7 +80,7 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
     out.push_back(std::move(*d));
   }
   for (const auto& [key, value] : a.envs) {
-    auto got = last_env(c.spec, key);
+    auto got = c.spec.env(key);
     if (!got)
       r.add(kAllocation, key, Status::fail, by + " set " + key + "=" + value + "; the process has no " + key,
             "the runtime did not add the plugin's env");

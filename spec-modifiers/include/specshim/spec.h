@@ -37,6 +37,9 @@ class Spec {
 
   // annotation returns annotations[key] when it is a string.
   std::optional<std::string> annotation(std::string_view key) const;
+  // env returns the value of the last `key=` entry of process.env: the one
+  // the process gets (runc and NVIDIA's toolkit read it so).
+  std::optional<std::string> env(std::string_view key) const;
 
   // Small typed accessors for the places many modifiers touch. They create
   // intermediate objects/arrays on demand and throw Error when an existing
