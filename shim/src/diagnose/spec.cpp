@@ -2,16 +2,12 @@
 // The spec layer: what the create asked for (linux.devices, device bind
 // mounts, CDI requests) and what specshim recorded doing (specshim.io/*
 // annotations); and the devices the container should therefore have.
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-
 #include <algorithm>
 #include <set>
 
 #include "diagnose/diagnose.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
-#include "specshim/live/device_rules.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -80,17 +76,13 @@ std::string open_access(std::string_view permissions) {
 }
 
 std::optional<Device> host_device(const std::string& host_path, std::string container_path, std::string source) {
-  struct stat st {};
-  if (::stat(host_path.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) return std::nullopt;
-  Device d;
-  d.path = std::move(container_path);
-  d.type = S_ISBLK(st.st_mode) ? 'b' : 'c';
-  d.major = major(st.st_rdev);
-  d.minor = minor(st.st_rdev);
-  d.numbers_known = true;
-  d.host_path = host_path;
-  d.source = std::move(source);
-  return d;
+  device_plugin::HostNode n;
+  try {
+    n = device_plugin::stat_host_node(host_path);
+  } catch (const Error&) {
+    return std::nullopt;  // no node there (or no device node): the caller says what that means
+  }
+  return Device{std::move(container_path), n.type, n.major, n.minor, true, host_path, "rw", std::move(source)};
 }
 
 std::vector<Device> cdi_devices(const Setup& setup, const Spec& spec, const std::vector<std::string>& names,
