@@ -395,21 +395,36 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   return r;
 }
 
-ContainerState runtime_state(const std::filesystem::path& runtime, const std::string& root, const std::string& id) {
+namespace {
+
+// run_runtime runs `RUNTIME [--root ROOT] ARGS...` (no --root when root is empty).
+CommandResult run_runtime(const std::filesystem::path& runtime, const std::string& root,
+                          std::initializer_list<std::string> args) {
   std::vector<std::string> argv = {runtime.string()};
   if (!root.empty()) argv.insert(argv.end(), {"--root", root});
-  argv.insert(argv.end(), {"state", id});
+  argv.insert(argv.end(), args);
+  return run_command(argv, 10s);
+}
+
+// state_of reads the fields `state` and each `list` entry share; id when the JSON has none.
+ContainerState state_of(const Json& j, const std::string& id) {
+  ContainerState s;
+  s.id = j.value("id", id);
+  s.status = j.at("status").get<std::string>();
+  s.pid = j.value("pid", 0);
+  s.bundle = j.at("bundle").get<std::string>();
+  return s;
+}
+
+}  // namespace
+
+ContainerState runtime_state(const std::filesystem::path& runtime, const std::string& root, const std::string& id) {
   std::string what = "container " + q(id);
-  CommandResult r = run_command(argv, 10s);
+  CommandResult r = run_runtime(runtime, root, {"state", id});
   if (r.timed_out) throw Error(what + ": " + q(runtime.string() + " state") + " did not answer within 10 s");
   if (r.exit_code != 0) throw Error(what + ": " + runtime.filename().string() + " state: " + runtime_message(r.err));
   try {
-    Json j = Json::parse(r.out);
-    ContainerState s;
-    s.id = j.value("id", id);
-    s.status = j.at("status").get<std::string>();
-    s.pid = j.value("pid", 0);
-    s.bundle = j.at("bundle").get<std::string>();
+    ContainerState s = state_of(Json::parse(r.out), id);
     if (s.bundle.empty() || !s.bundle.is_absolute()) throw Error("bundle " + q(s.bundle.string()) + " is not absolute");
     return s;
   } catch (const Error& e) {
@@ -420,25 +435,15 @@ ContainerState runtime_state(const std::filesystem::path& runtime, const std::st
 }
 
 std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, const std::string& root) {
-  std::vector<std::string> argv = {runtime.string()};
-  if (!root.empty()) argv.insert(argv.end(), {"--root", root});
-  argv.insert(argv.end(), {"list", "--format", "json"});
   std::string what = q(runtime.filename().string() + " list");
-  CommandResult r = run_command(argv, 10s);
+  CommandResult r = run_runtime(runtime, root, {"list", "--format", "json"});
   if (r.timed_out) throw Error(what + " did not answer within 10 s");
   if (r.exit_code != 0) throw Error(what + ": " + runtime_message(r.err));
   std::vector<ContainerState> out;
   try {
     Json j = Json::parse(r.out);
     if (j.is_null()) return out;  // runc prints null when it knows no container
-    for (const auto& c : j) {
-      ContainerState s;
-      s.id = c.at("id").get<std::string>();
-      s.status = c.at("status").get<std::string>();
-      s.pid = c.value("pid", 0);
-      s.bundle = c.at("bundle").get<std::string>();
-      out.push_back(std::move(s));
-    }
+    for (const auto& c : j) out.push_back(state_of(c, c.at("id").get<std::string>()));
   } catch (const std::exception& e) {
     throw Error(what + " printed no container list: " + json_cause(e));
   }
