@@ -120,10 +120,6 @@ class BundleLock {
   fs::Fd fd_;
 };
 
-std::optional<Record> read_record(const Target& t) {
-  return attach::read_record(t.state.bundle, t.id);
-}
-
 void write_record(const Target& t, const Record& r) {
   fs::write_file_atomic(t.state.bundle, kRecordFile, record_json(r), 0644);
 }
@@ -162,10 +158,6 @@ live::DeviceRule rule_of(const RecordedDevice& d, bool allow = true, std::string
   return live::DeviceRule{allow, d.type, d.major, d.minor, access.empty() ? d.permissions : access};
 }
 
-std::vector<live::DeviceRule> effective(const Target& t, const std::vector<RecordedDevice>& devices) {
-  return enforced_rules(t.spec, devices);
-}
-
 // missing is the part of d's access that rules do not grant.
 std::string missing(const std::vector<live::DeviceRule>& rules, const RecordedDevice& d) {
   std::string out;
@@ -199,8 +191,8 @@ void run_systemctl(const live::SystemdRequest& req) {
 // property when systemd is PID 1 and owns the cgroup.
 void change_rules(const Target& t, const live::CgroupPlaces& places, const std::vector<RecordedDevice>& before,
                   const std::vector<RecordedDevice>& after, UndoStack& undo) {
-  auto rules_before = effective(t, before);
-  auto rules_after = effective(t, after);
+  auto rules_before = enforced_rules(t.spec, before);
+  auto rules_after = enforced_rules(t.spec, after);
   auto in = [](const std::vector<RecordedDevice>& list, const RecordedDevice& d) {
     return std::any_of(list.begin(), list.end(), [&](const RecordedDevice& e) { return same_rule(e, d); });
   };
@@ -500,7 +492,7 @@ int attach_main(const std::vector<std::string>& argv) {
       for (const auto& a : args) w.devices.push_back(from_device_arg(a));
       if (!cdis.empty()) cdi_wanted(t, cdis, w);
       BundleLock lock(t.state.bundle);
-      auto old = read_record(t);
+      auto old = read_record(t.state.bundle, t.id);
       Record before = old.value_or(Record{c.id, {}, {}, {}, {}});
       Plan p = plan(before, w);
       for (const auto& n : w.not_applied)
@@ -570,7 +562,7 @@ int detach_main(const std::vector<std::string>& argv) {
     std::string what = "container " + q(c.id);
     try {
       BundleLock lock(t.state.bundle);
-      auto old = read_record(t);
+      auto old = read_record(t.state.bundle, t.id);
       if (!old) throw Error("nothing is attached (no " + q((t.state.bundle / kRecordFile).string()) + ")");
       Record rec = *old;
       for (const auto& path : devices) {
@@ -646,7 +638,7 @@ int attached_main(const std::vector<std::string>& argv) {
   try {
     Target t = open_target(c, false);
     try {
-      Record r = read_record(t).value_or(Record{c.id, {}, {}, {}, {}});
+      Record r = read_record(t.state.bundle, t.id).value_or(Record{c.id, {}, {}, {}, {}});
       if (format == "json") {
         std::cout << record_json(r);
         return 0;
