@@ -97,7 +97,8 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
       r.add(layer, d.path, Status::info, "no device program on " + dir.string() + ": cgroup v2 filters no device here");
     return;
   }
-  std::vector<std::string> denied_by, unknown;
+  std::vector<std::string> denied_by, unknown;  // program ids; unknown with why
+  std::string first_unknown;
   for (auto id : programs) {
     live::ProgramRun run;
     try {
@@ -105,15 +106,21 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
     } catch (const Error& e) {
       run.error = e.what();
     }
-    if (!run.allow)
+    if (!run.allow) {
+      if (unknown.empty()) first_unknown = std::to_string(id);
       unknown.push_back(std::to_string(id) + " (" + run.error + ")");
-    else if (!*run.allow)
+    } else if (!*run.allow)
       denied_by.push_back(std::to_string(id));
   }
   std::string in_effect = std::to_string(programs.size()) + " device program" + (programs.size() == 1 ? "" : "s") +
                           " in effect on " + dir.string();
   std::string request = numbers(d) + " " + d.access;
-  // What runc (spec) and attach (record) installed, to tell their program from another agent's.
+  if (denied_by.empty() && unknown.empty()) {
+    r.add(layer, d.path, Status::ok, "the " + in_effect + (programs.size() == 1 ? " allows " : " allow ") + request);
+    return;
+  }
+  // What runc (spec) and attach (record) installed: it tells their program
+  // from another agent's, and judges a program that cannot be run.
   std::optional<bool> ours;
   std::string rules_error;
   try {
@@ -131,11 +138,7 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
               : std::string(kRuleHint) + "; `bpftool prog dump xlated id " + denied_by.front() + "` shows the program");
     return;
   }
-  if (unknown.empty()) {
-    r.add(layer, d.path, Status::ok, "the " + in_effect + (programs.size() == 1 ? " allows " : " allow ") + request);
-    return;
-  }
-  // Judge what cannot be run by the rules runc (spec) and attach (record) installed.
+  // What cannot be run is judged by those rules.
   std::string cannot = "cannot run device program " + join(unknown, ", ") + " here";
   if (!ours) {
     r.add(layer, d.path, Status::warn, cannot + ", nor read the spec's rules: " + rules_error, "");
@@ -143,9 +146,7 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   }
   r.add(layer, d.path, *ours ? Status::warn : Status::fail,
         cannot + "; the rules runc and attach installed " + (*ours ? "allow " : "deny ") + request,
-        *ours ? "`bpftool prog dump xlated id " + unknown.front().substr(0, unknown.front().find(' ')) +
-                    "` shows what the program does"
-              : kRuleHint);
+        *ours ? "`bpftool prog dump xlated id " + first_unknown + "` shows what the program does" : kRuleHint);
 }
 
 void check_systemd(const Container& c, const Device& d, Report& r, std::string_view layer) {
