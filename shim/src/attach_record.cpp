@@ -45,45 +45,6 @@ Json array_of(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::optional<std::string> canonical_permissions(std::string_view p) {
-  if (p.empty()) return std::nullopt;
-  std::string out;
-  for (char want : std::string_view("rwm")) {
-    auto n = std::count(p.begin(), p.end(), want);
-    if (n > 1) return std::nullopt;
-    if (n == 1) out += want;
-  }
-  if (out.size() != p.size()) return std::nullopt;
-  return out;
-}
-
-DeviceArg parse_device_arg(std::string_view arg) {
-  std::string what = "--device " + q(arg);
-  if (contains_control(arg)) throw Error(what + ": contains control characters");
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto colon = arg.find(':', start);
-    parts.emplace_back(arg.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-    if (colon == std::string_view::npos) break;
-    start = colon + 1;
-  }
-  if (parts.size() > 3)
-    throw Error(what + ": expected HOST[:CONTAINER[:PERMS]], got " + std::to_string(parts.size()) +
-                " fields (paths with ':' are not supported)");
-  DeviceArg d;
-  d.host = parts[0];
-  if (d.host.empty() || d.host[0] != '/') throw Error(what + ": host path " + q(d.host) + " must be absolute");
-  d.container = parts.size() > 1 && !parts[1].empty() ? parts[1] : d.host;
-  if (d.container[0] != '/') throw Error(what + ": container path " + q(d.container) + " must be absolute");
-  if (parts.size() > 2) {
-    auto p = canonical_permissions(parts[2]);
-    if (!p) throw Error(what + ": permissions " + q(parts[2]) + " must be a non-empty subset of rwm");
-    d.permissions = *p;
-  }
-  return d;
-}
-
 std::string record_json(const Record& r) {
   Json devices = Json::array();
   for (const auto& d : r.devices) {
@@ -99,20 +60,26 @@ std::string record_json(const Record& r) {
               {"node", d.node},
               {"direct", d.direct},
               {"cdi", array_of(d.cdi)}};
+    if (!d.reconcile.empty()) j["reconcile"] = array_of(d.reconcile);
     devices.push_back(std::move(j));
   }
   Json mounts = Json::array();
-  for (const auto& m : r.mounts)
-    mounts.push_back({{"path", m.path},
-                      {"hostPath", m.host_path},
-                      {"options", array_of(m.options)},
-                      {"target", m.target},
-                      {"mounted", m.mounted},
-                      {"cdi", array_of(m.cdi)}});
+  for (const auto& m : r.mounts) {
+    Json j = {{"path", m.path},     {"hostPath", m.host_path}, {"options", array_of(m.options)},
+              {"target", m.target}, {"mounted", m.mounted},    {"cdi", array_of(m.cdi)}};
+    if (!m.reconcile.empty()) j["reconcile"] = array_of(m.reconcile);
+    mounts.push_back(std::move(j));
+  }
   Json not_applied = Json::array();
   for (const auto& n : r.not_applied) not_applied.push_back({{"cdi", n.cdi}, {"edit", n.edit}, {"value", n.value}});
   Json doc = {{"version", kRecordVersion}, {"container", r.container},  {"devices", devices},
               {"mounts", mounts},          {"notApplied", not_applied}, {"dirs", array_of(r.dirs)}};
+  if (!r.create_rules.empty()) {
+    Json rules = Json::array();
+    for (const auto& rule : r.create_rules) rules.push_back(hotplug::rule_json(rule));
+    doc["createRules"] = rules;
+  }
+  if (!r.create_cdi.empty()) doc["createCdi"] = array_of(r.create_cdi);
   return doc.dump(2) + "\n";
 }
 
@@ -155,10 +122,11 @@ Record parse_record(std::string_view text, const std::string& file) {
     d.uid = get_u32(j, "uid", w);
     d.gid = get_u32(j, "gid", w);
     d.node = get<std::string>(j, "node", w);
-    if (d.node != "mknod" && d.node != "bind" && d.node != "existing")
+    if (d.node != "mknod" && d.node != "bind" && d.node != "existing" && d.node != "create")
       throw Error(w + ": node " + q(d.node) + " is unknown");
     d.direct = j.contains("direct") && get<bool>(j, "direct", w);
     d.cdi = strings(j, "cdi", w);
+    d.reconcile = strings(j, "reconcile", w);
     r.devices.push_back(std::move(d));
   }
   i = 0;
@@ -172,6 +140,7 @@ Record parse_record(std::string_view text, const std::string& file) {
     m.target = get<std::string>(j, "target", w);
     m.mounted = get<bool>(j, "mounted", w);
     m.cdi = strings(j, "cdi", w);
+    m.reconcile = strings(j, "reconcile", w);
     r.mounts.push_back(std::move(m));
   }
   i = 0;
@@ -182,6 +151,10 @@ Record parse_record(std::string_view text, const std::string& file) {
         {get<std::string>(j, "cdi", w), get<std::string>(j, "edit", w), get<std::string>(j, "value", w)});
   }
   r.dirs = strings(doc, "dirs", where);
+  i = 0;
+  for (const auto& j : list("createRules"))
+    r.create_rules.push_back(hotplug::rule_from_json(j, where + ": createRules[" + std::to_string(i++) + "]"));
+  r.create_cdi = strings(doc, "createCdi", where);
   for (const auto& d : r.dirs)
     if (d.empty() || d[0] != '/') throw Error(where + ": dirs: " + q(d) + " is not an absolute path");
   return r;
@@ -200,8 +173,36 @@ std::optional<Record> read_record(const std::filesystem::path& bundle, const std
   return r;
 }
 
-std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector<RecordedDevice>& devices) {
+Record current_record(const std::filesystem::path& bundle, const std::string& id) {
+  if (auto r = read_record(bundle, id)) return *r;
+  Record r{id, {}, {}, {}, {}, {}, {}};
+  auto grant = hotplug::read_grant(bundle);
+  if (!grant) return r;
+  if (grant->container != id)
+    throw Error("`" + (bundle / hotplug::kGrantFile).string() + "` is for container `" + grant->container + "`, not `" +
+                id + "`");
+  for (const auto& g : grant->devices) {
+    auto same = std::find_if(r.devices.begin(), r.devices.end(), [&](const auto& d) { return d.path == g.path; });
+    if (same != r.devices.end()) {
+      same->reconcile.push_back(g.key);
+      continue;
+    }
+    RecordedDevice d{g.path, g.host_path, g.type,   g.major, g.minor, g.permissions, g.file_mode,
+                     g.uid,  g.gid,       "create", false,   {},      {g.key}};
+    r.devices.push_back(std::move(d));
+  }
+  r.create_rules = grant->rules;
+  r.create_cdi = grant->cdi;
+  return r;
+}
+
+std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector<DeviceRule>& create_rules,
+                                             const std::vector<RecordedDevice>& devices) {
   std::vector<live::DeviceRule> rules = live::container_rules(spec);
+  for (const auto& c : create_rules) {
+    auto it = std::find(rules.rbegin(), rules.rend(), c);
+    if (it != rules.rend()) rules.erase(std::next(it).base());
+  }
   for (const auto& d : devices) rules.push_back(live::DeviceRule{true, d.type, d.major, d.minor, d.permissions});
   return rules;
 }

@@ -16,6 +16,7 @@ const std::vector<OwnVerb>& own_verbs() {
       {"attach", "give a running container a device or CDI device: cgroup rule, node, record", attach_main},
       {"detach", "take back a device that attach gave a running container", detach_main},
       {"attached", "show what attach gave a container", attached_main},
+      {"reconcile", "give live containers what the desired-state file wants (--watch: keep doing it)", reconcile_main},
       {"diagnose", "explain why a container cannot use its device, layer by layer (read-only)", diagnose_main},
   };
   return verbs;

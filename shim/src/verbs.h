@@ -34,6 +34,10 @@ int attach_main(const std::vector<std::string>& argv);
 int detach_main(const std::vector<std::string>& argv);
 int attached_main(const std::vector<std::string>& argv);
 
+// reconcile_main: specshim reconcile [--root DIR] [--config FILE] [--desired FILE] [--proc DIR]
+// [--watch] [--interval SECONDS] (shim/src/reconcile.cpp, docs/reconcile.md)
+int reconcile_main(const std::vector<std::string>& argv);
+
 // diagnose_main: specshim diagnose [--root DIR] [--config FILE] [--format text|json] [--sysfs DIR]
 // (CONTAINER-ID | --pod NS/NAME [--container NAME]) [--device PATH]... [--cdi NAME]...
 // (shim/src/diagnose/, docs/diagnose.md)

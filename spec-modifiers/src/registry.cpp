@@ -29,6 +29,7 @@ const std::vector<ModifierEntry>& registry() {
       {"device-plugin", make_device_plugin},
       {"cpuset", make_cpuset},
       {"env-devices", make_env_devices},
+      {"hotplug", alone<make_hotplug>},
       {"cdi", alone<make_cdi>},
       {"requirements", alone<make_requirements>},
       {"devices-cgroup", alone<make_devices_cgroup>},

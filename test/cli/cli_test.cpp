@@ -379,7 +379,7 @@ TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's 
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
     for (const char* want : {"dry-run ", "doctor ", "attach ", "detach ", "attached ", "/etc/specshim/config.toml",
-                             "SPECSHIM_CONFIG", "man specshim", "passwd, device-plugin, cpuset, env-devices, cdi"})
+                             "SPECSHIM_CONFIG", "man specshim", "passwd, device-plugin, cpuset, env-devices, hotplug, cdi"})
       REQUIRE_THAT(r.out, Catch::Contains(want));
     REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
       std::vector<std::string> want{RECORDING_RUNTIME};

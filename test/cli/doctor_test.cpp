@@ -89,11 +89,9 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
       "capabilities = [\"CAP_IPC_LOCK\"]\n");
   json report = h.report();
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
-  REQUIRE_THAT(
-      report,
-      HasFinding(
-          "config", "info",
-          "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, cpuset, env-devices, patches"));
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "modifiers on: passwd, cdi, requirements, devices-cgroup; off: device-plugin, "
+                                  "cpuset, env-devices, hotplug, patches"));
   REQUIRE_THAT(report, HasFinding("config", "info", "requirements rule `vfio` adds CAP_IPC_LOCK"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "matches resources"));
 
@@ -118,7 +116,7 @@ TEST_CASE("doctor: the shipped config turns on the documented defaults and is no
   REQUIRE_THAT(report, HasFinding("config", "ok", h.config.string() + ": valid"));
   REQUIRE_THAT(report, HasFinding("config", "info",
                                   "modifiers on: passwd, cdi, devices-cgroup; "
-                                  "off: device-plugin, cpuset, env-devices, requirements, patches"));
+                                  "off: device-plugin, cpuset, env-devices, hotplug, requirements, patches"));
   REQUIRE_THAT(report, !HasFinding("config", "warn", "no modifier is on"));
 }
 
@@ -131,17 +129,19 @@ TEST_CASE("doctor: a config that turns every modifier off is a warning naming th
   h.write_config(
       "[chain]\norder = [\"passwd\", \"cdi\"]\n[passwd]\nenabled = false\n[cdi]\nenabled = false\n"
       "[devices-cgroup]\nenabled = false\n");
-  REQUIRE_THAT(h.report(),
-               HasFinding("config", "warn",
-                          "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
-                          "leaves out device-plugin, cpuset, env-devices, requirements, devices-cgroup, patches; "
-                          "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
+  REQUIRE_THAT(
+      h.report(),
+      HasFinding("config", "warn",
+                 "no modifier is on, so specshim changes no container: `chain.order` (line 4) "
+                 "leaves out device-plugin, cpuset, env-devices, hotplug, requirements, devices-cgroup, patches; "
+                 "`passwd.enabled` (line 6), `cdi.enabled` (line 8) are false"));
   h.write_config("[passwd]\nenabled = false\n[cdi]\nenabled = false\n[devices-cgroup]\nenabled = false\n");
-  REQUIRE_THAT(h.report(),
-               HasFinding("config", "warn",
-                          "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
-                          "(line 8) are false; device-plugin, cpuset, env-devices, requirements, patches are off "
-                          "until configured"));
+  REQUIRE_THAT(
+      h.report(),
+      HasFinding("config", "warn",
+                 "`passwd.enabled` (line 4), `cdi.enabled` (line 6), `devices-cgroup.enabled` "
+                 "(line 8) are false; device-plugin, cpuset, env-devices, hotplug, requirements, patches are off "
+                 "until configured"));
   h.write_config("[chain]\norder = [\"cdi\"]\n");
   REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "no modifier is on"));
 }

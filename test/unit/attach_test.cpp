@@ -90,7 +90,8 @@ Record sample() {
                       {"ro", "nosuid", "bind"},
                       "made",
                       true,
-                      {"nvidia.com/gpu=0"}});
+                      {"nvidia.com/gpu=0"},
+                      {}});
   r.not_applied.push_back({"nvidia.com/gpu=0", "env", "NVIDIA_VISIBLE_DEVICES=0"});
   r.not_applied.push_back({"nvidia.com/gpu=0", "hook", "createContainer /usr/bin/nvidia-ctk hook update-ldcache"});
   r.dirs = {"/dev/dri", "/dev/dri/by-path"};
@@ -122,7 +123,7 @@ TEST_CASE("attach record: round trip, and the fields and version are as document
 }
 
 TEST_CASE("attach record: an empty record, and missing optional lists") {
-  Record empty{"x", {}, {}, {}, {}};
+  Record empty{"x", {}, {}, {}, {}, {}, {}};
   CHECK(parse_record(record_json(empty), "f") == empty);
   CHECK(parse_record(R"({"version": 1, "container": "x"})", "f") == empty);
 }

@@ -124,8 +124,9 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   std::optional<bool> ours;
   std::string rules_error;
   try {
-    ours =
-        allows(attach::enforced_rules(c.spec, c.record ? c.record->devices : std::vector<attach::RecordedDevice>{}), d);
+    attach::Record none;
+    const attach::Record& rec = c.record ? *c.record : none;
+    ours = allows(attach::enforced_rules(c.spec, rec.create_rules, rec.devices), d);
   } catch (const Error& e) {
     rules_error = e.what();
   }

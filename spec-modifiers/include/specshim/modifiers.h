@@ -34,4 +34,5 @@ std::unique_ptr<Modifier> make_cpuset(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_env_devices(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 std::unique_ptr<Modifier> make_patches(config::Section& section);
+std::unique_ptr<Modifier> make_hotplug(config::Section& section);
 }  // namespace specshim

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: Apache-2.0
+// The steps attach, detach and reconcile take on a live container (see
+// attach.h): open it, read what is wanted, plan it against the record, and
+// move the container there under the bundle's lock, each step undone in
+// reverse when a later one fails: (1) the cgroup rules (v1
+// devices.allow/deny, the v2 device program rebuilt from the record,
+// systemd's DeviceAllow=), (2) nodes and mounts removed, (3) nodes and bind
+// mounts made inside the container's mount namespace, (4) the record
+// <bundle>/specshim-attached.json. See docs/attach.md.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <iostream>
+#include <set>
+
+#include "attach.h"
+#include "host_device.h"
+#include "pipeline.h"
+#include "runtime.h"
+#include "settings.h"
+#include "specshim/cdi.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/live/cgroup_devices.h"
+#include "specshim/live/container.h"
+#include "specshim/live/device_rules.h"
+#include "specshim/nvidia_gpus.h"
+
+namespace specshim::shim::attach {
+namespace {
+
+namespace sfs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+void write_record(const Target& t, const Record& r) {
+  fs::write_file_atomic(t.state.bundle, kRecordFile, record_json(r), 0644);
+}
+
+// ---- undo ----
+
+// UndoStack runs the undos of the applied steps in reverse.
+class UndoStack {
+ public:
+  void push(std::string what, live::Undo undo) { steps_.emplace_back(std::move(what), std::move(undo)); }
+  // rollback returns "" or "; undo failed: <what>: <why>" for each failure.
+  std::string rollback() {
+    std::string failed;
+    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+      try {
+        if (it->second) it->second();
+      } catch (const std::exception& e) {
+        failed += "; undo failed: " + it->first + ": " + describe(e);
+      }
+    }
+    steps_.clear();
+    return failed;
+  }
+
+ private:
+  std::vector<std::pair<std::string, live::Undo>> steps_;
+};
+
+// apply runs the steps, rolling back and rethrowing on any failure.
+template <typename Fn>
+void apply(Fn&& steps) {
+  UndoStack undo;
+  try {
+    steps(undo);
+  } catch (const std::exception& e) {
+    std::string failed = undo.rollback();
+    throw Error(describe(e) + (failed.empty() ? "; nothing was changed" : failed));
+  }
+}
+
+// ---- rules ----
+
+live::DeviceRule rule_of(const RecordedDevice& d, bool allow = true, std::string access = "") {
+  return live::DeviceRule{allow, d.type, d.major, d.minor, access.empty() ? d.permissions : access};
+}
+
+// missing is the part of d's access that rules do not grant.
+std::string missing(const std::vector<live::DeviceRule>& rules, const RecordedDevice& d) {
+  std::string out;
+  for (char c : d.permissions)
+    if (!live::reference_decision(rules, live::Access{d.type, d.major, d.minor, c})) out += c;
+  return out;
+}
+
+bool same_rule(const RecordedDevice& a, const RecordedDevice& b) {
+  return a.type == b.type && a.major == b.major && a.minor == b.minor && a.permissions == b.permissions;
+}
+
+void run_systemctl(const live::SystemdRequest& req) {
+  for (const auto& rule : req.unsupported)
+    std::cerr << "specshim: systemd unit " << q(req.unit) << ": rule " << q(rule)
+              << " has no DeviceAllow= form; a daemon-reload will not restore it\n";
+  auto argv = req.systemctl_argv();
+  live::CommandResult r = live::run_command(argv, 10s);
+  if (r.timed_out) throw Error("systemctl set-property " + q(req.unit) + ": no answer within 10 s");
+  if (r.exit_code != 0)
+    throw Error("systemctl set-property " + q(req.unit) + ": " + (r.err.empty() ? "failed" : r.err));
+}
+
+// change_rules moves the container's cgroups from allowing `before` to
+// allowing `after` (both the recorded device lists), pushing each change's
+// undo. v1: devices.allow for what after adds and `before` did not grant;
+// devices.deny for exactly what before granted and after no longer does
+// (never what the spec or runc's defaults grant). v2: when a device program
+// is attached to the container's cgroup2 directory, it is replaced by one
+// built from the whole effective list. systemd: DeviceAllow= as a runtime
+// property when systemd is PID 1 and owns the cgroup.
+void change_rules(const Target& t, const live::CgroupPlaces& places, const std::vector<DeviceRule>& create_rules,
+                  const std::vector<RecordedDevice>& before, const std::vector<RecordedDevice>& after,
+                  UndoStack& undo) {
+  auto rules_before = enforced_rules(t.spec, create_rules, before);
+  auto rules_after = enforced_rules(t.spec, create_rules, after);
+  auto in = [](const std::vector<RecordedDevice>& list, const RecordedDevice& d) {
+    return std::any_of(list.begin(), list.end(), [&](const RecordedDevice& e) { return same_rule(e, d); });
+  };
+  if (places.v1_devices) {
+    const sfs::path& dir = *places.v1_devices;
+    for (const auto& d : after) {
+      if (in(before, d)) continue;
+      std::string need = missing(rules_before, d);
+      if (need.empty()) continue;
+      live::v1_write(dir, rule_of(d));
+      undo.push("devices.deny " + numbers(d), [dir, d, need] { live::v1_write(dir, rule_of(d, false, need)); });
+    }
+    for (const auto& d : before) {
+      if (in(after, d)) continue;
+      std::string revoke = missing(rules_after, d);
+      if (revoke.empty()) continue;
+      live::v1_write(dir, rule_of(d, false, revoke));
+      undo.push("devices.allow " + numbers(d), [dir, d] { live::v1_write(dir, rule_of(d)); });
+    }
+  }
+  if (places.unified && !live::attached_device_programs(*places.unified).empty())
+    undo.push("the previous device program of " + q(places.unified->string()),
+              live::replace_device_program(*places.unified, rules_after));
+  if (!places.systemd_unit.empty() && live::systemd_is_pid1()) {
+    run_systemctl(live::systemd_device_allow(places.systemd_unit, rules_after));
+    auto req = live::systemd_device_allow(places.systemd_unit, rules_before);
+    undo.push("DeviceAllow= of " + q(places.systemd_unit), [req] { run_systemctl(req); });
+  }
+}
+
+// ---- what to attach ----
+
+live::NodeRequest node_request(const RecordedDevice& d) {
+  return live::NodeRequest{d.path, d.host_path, d.type, d.major, d.minor, d.file_mode, d.uid, d.gid};
+}
+
+live::MountRequest mount_request(const RecordedMount& m) {
+  live::MountRequest r;
+  r.host_path = m.host_path;
+  r.container_path = m.path;
+  for (const auto& o : m.options) {
+    if (o == "ro") r.read_only = true;
+    if (o == "nosuid") r.nosuid = true;
+    if (o == "nodev") r.nodev = true;
+    if (o == "noexec") r.noexec = true;
+    if (o == "rbind") r.recursive = true;
+  }
+  return r;
+}
+
+std::string check_path(const std::string& what, const std::string& path) {
+  if (auto why = live::check_container_path(path); !why.empty())
+    throw Error(what + ": container path " + q(path) + " " + why);
+  return path;
+}
+
+// from_cdi_node completes a CDI device node from the host as create does
+// (cdi::complete_node), for a node made in a running container: a char or
+// block device whose type is the host node's.
+RecordedDevice from_cdi_node(const cdi::DeviceNode& n, const std::string& name, const Spec& spec) {
+  std::string what = "CDI device " + q(name) + ": device node " + q(n.path);
+  check_path(what, n.path);
+  cdi::DeviceNode c;
+  try {
+    c = cdi::complete_node(n, spec);
+  } catch (const Error& e) {
+    throw Error("CDI device " + q(name) + ": " + e.what());
+  }
+  std::string host = c.host_path.empty() ? c.path : c.host_path;
+  HostDevice h = lstat_device(host);
+  if (h.type != 'c' && h.type != 'b') throw Error(what + ": host node " + q(host) + " is a FIFO");
+  if (c.type != std::string(1, h.type))
+    throw Error(what + ": host node " + q(host) + " has type " + std::string(1, h.type) + ", the spec says " + c.type);
+  RecordedDevice d;
+  d.path = c.path;
+  d.host_path = host;
+  d.type = h.type;
+  d.major = c.major;
+  d.minor = c.minor;
+  auto perms = canonical_permissions(c.permissions.empty() ? "rwm" : c.permissions);
+  if (!perms) throw Error(what + ": permissions " + q(c.permissions) + " must be a subset of rwm");
+  d.permissions = *perms;
+  d.file_mode = *c.file_mode & 0777;
+  d.uid = c.uid.value_or(0);
+  d.gid = c.gid.value_or(0);
+  d.cdi = {name};
+  return d;
+}
+
+void add_cdi_edits(const cdi::ContainerEdits& e, const std::string& name, const Spec& spec, Wanted& w) {
+  for (const auto& n : e.device_nodes) w.devices.push_back(from_cdi_node(n, name, spec));
+  for (const auto& m : e.mounts) {
+    bool bind = m.type.empty() || m.type == "bind" ||
+                std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
+                std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
+    if (!bind) {
+      w.not_applied.push_back({name, "mount", m.type + " at " + m.container_path});
+      continue;
+    }
+    check_path("CDI device " + q(name) + ": mount", m.container_path);
+    if (m.host_path.empty() || m.host_path[0] != '/')
+      throw Error("CDI device " + q(name) + ": mount host path " + q(m.host_path) + " is not absolute");
+    w.mounts.push_back({m.container_path, m.host_path, m.options, "made", true, {name}, {}});
+  }
+  for (const auto& env : e.env) w.not_applied.push_back({name, "env", env});
+  for (const auto& h : e.hooks) {
+    std::string v = h.hook_name + " " + h.path;
+    for (std::size_t i = 1; i < h.args.size(); ++i) v += " " + h.args[i];
+    w.not_applied.push_back({name, "hook", v});
+  }
+  for (auto gid : e.additional_gids) w.not_applied.push_back({name, "additionalGids", std::to_string(gid)});
+  for (const auto& n : e.net_devices)
+    w.not_applied.push_back({name, "netDevice", n.host_interface_name + " as " + n.name});
+  if (e.intel_rdt) w.not_applied.push_back({name, "intelRdt", e.intel_rdt->clos_id});
+}
+
+template <typename T>
+void add_refs(T& into, const T& from) {
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& refs) {
+    for (const auto& n : refs)
+      if (std::find(to.begin(), to.end(), n) == to.end()) to.push_back(n);
+  };
+  add(into.cdi, from.cdi);
+  add(into.reconcile, from.reconcile);
+}
+
+// add_dirs records the directories attach made, once each.
+void add_dirs(Record& r, const std::vector<std::string>& made) {
+  for (const auto& d : made)
+    if (std::find(r.dirs.begin(), r.dirs.end(), d) == r.dirs.end()) r.dirs.push_back(d);
+}
+
+// same_device: the same node at the same path with the same rule.
+bool same_device(const RecordedDevice& a, const RecordedDevice& b) {
+  return a.path == b.path && a.host_path == b.host_path && same_rule(a, b);
+}
+
+bool same_mount(const RecordedMount& a, const RecordedMount& b) {
+  return a.path == b.path && a.host_path == b.host_path && a.options == b.options;
+}
+
+template <typename T, typename Same>
+std::vector<std::size_t> not_in(const std::vector<T>& from, const std::vector<T>& other, Same same) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < from.size(); ++i)
+    if (std::none_of(other.begin(), other.end(), [&](const T& o) { return same(from[i], o); })) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+Target open_target(const config::Document& doc, const std::string& root, const std::string& id, bool require_live) {
+  if (::geteuid() != 0)
+    throw Error("container " + q(id) + ": must run as root on the host (euid " + std::to_string(::geteuid()) +
+                "): it changes the container's cgroup and enters its mount namespace");
+  auto section = doc.root();
+  Settings settings = read_settings(section);
+  std::string runtime = find_runtime(settings.runtime_path);
+  live::ContainerState state = live::runtime_state(runtime, root, id);
+  live::Process process;
+  if (require_live) {
+    live::require_live(state);
+    process = live::pin(runtime, root, state);
+  }
+  sfs::path config = state.bundle / "config.json";
+  Spec spec = [&] {
+    try {
+      return Spec::parse(fs::read_regular_file(config, kMaxSpecBytes));
+    } catch (const Error& e) {
+      std::throw_with_nested(Error("container " + q(id) + ": read " + q(config.string())));
+    }
+  }();
+  return Target{id, std::move(state), std::move(process), doc, std::move(spec)};
+}
+
+BundleLock::BundleLock(const sfs::path& bundle) {
+  std::string path = (bundle / kLockFile).string();
+  fd_ = fs::Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd_) throw_errno("open lock file " + q(path));
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  timespec pause{0, 2'000'000};
+  while (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock " + q(path));
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error("lock " + q(path) + ": another attach, detach or reconcile has held it for 30 s");
+    ::nanosleep(&pause, nullptr);
+    pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 50'000'000);
+  }
+}
+
+RecordedDevice device_wanted(const DeviceArg& a) {
+  check_path("device " + q(a.host), a.container);
+  hotplug::GrantedDevice g = hotplug::device_of(a, "");
+  RecordedDevice d{g.path, g.host_path, g.type, g.major, g.minor, g.permissions, g.file_mode, g.uid,
+                   g.gid,  "mknod",     true,   {},      {}};
+  return d;
+}
+
+// cdi_wanted loads the requested CDI devices from the configured spec dirs.
+// An unknown name fails naming every spec file that did not load, as create does.
+void cdi_wanted(const Target& t, const std::vector<std::string>& names, Wanted& w) {
+  auto root = t.doc.root();
+  auto section = root.section("cdi");
+  auto dirs = cdi::read_spec_dirs(section);
+  if (!dirs) throw Error("CDI is off in " + q(t.doc.file()) + " ([cdi] enabled = false)");
+  std::set<std::string> wanted;
+  for (const auto& n : names) {
+    std::string why;
+    if (!cdi::parse_qualified_name(n, &why)) throw Error("--cdi " + q(n) + ": " + why);
+    wanted.insert(n);
+  }
+  cdi::Registry reg = cdi::load_specs(*dirs, &wanted);
+  std::vector<std::string> missing_names;
+  for (const auto& n : wanted)
+    if (!reg.find(n)) missing_names.push_back(n);
+  if (!missing_names.empty()) throw cdi::unresolvable_error(missing_names, reg);
+  for (const auto& n : names) {
+    const cdi::DeviceRef* ref = reg.find(n);
+    add_cdi_edits(ref->spec->edits, n, t.spec, w);
+    add_cdi_edits(ref->device->edits, n, t.spec, w);
+  }
+}
+
+std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const std::string& proc) {
+  if (uuids.empty()) return {};
+  std::vector<nvidia::Gpu> gpus = nvidia::read_gpus(proc);
+  std::vector<std::string> nodes;
+  for (const auto& u : uuids) nodes.push_back(nvidia::find_gpu(gpus, u, proc).node());
+  return nodes;
+}
+
+// plan merges what is wanted into the record: a node at a path already
+// attached with the same device and permissions only gains a reference;
+// another device there is an error.
+Plan plan(Record rec, const Wanted& w) {
+  Plan p;
+  for (const auto& d : w.devices) {
+    auto it = std::find_if(rec.devices.begin(), rec.devices.end(), [&](const auto& e) { return e.path == d.path; });
+    if (it == rec.devices.end()) {
+      p.new_devices.push_back(rec.devices.size());
+      rec.devices.push_back(d);
+      continue;
+    }
+    if (!same_rule(*it, d))
+      throw Error("container path " + q(d.path) + " is taken by " + numbers(*it) + " " + it->permissions +
+                  " (attached by " + attached_by(*it) + "); asked for " + numbers(d) + " " + d.permissions);
+    it->direct = it->direct || d.direct;
+    add_refs(*it, d);
+  }
+  for (const auto& m : w.mounts) {
+    auto it = std::find_if(rec.mounts.begin(), rec.mounts.end(), [&](const auto& e) { return e.path == m.path; });
+    if (it == rec.mounts.end()) {
+      p.new_mounts.push_back(rec.mounts.size());
+      rec.mounts.push_back(m);
+      continue;
+    }
+    if (it->host_path != m.host_path || it->options != m.options)
+      throw Error("container path " + q(m.path) + " is taken by a bind mount of " + q(it->host_path));
+    add_refs(*it, m);
+  }
+  for (const auto& n : w.not_applied)
+    if (std::find(rec.not_applied.begin(), rec.not_applied.end(), n) == rec.not_applied.end())
+      rec.not_applied.push_back(n);
+  p.record = std::move(rec);
+  return p;
+}
+
+std::string numbers(const RecordedDevice& d) {
+  return std::string(1, d.type) + " " + std::to_string(d.major) + ":" + std::to_string(d.minor);
+}
+
+std::string attached_by(const RecordedDevice& d) {
+  std::vector<std::string> by;
+  if (d.direct) by.push_back("--device " + d.host_path);
+  for (const auto& n : d.cdi) by.push_back("--cdi " + n);
+  if (d.node == "create" && !d.reconcile.empty())
+    by.push_back("create (" + join(d.reconcile, ", ") + ")");
+  else if (!d.reconcile.empty())
+    by.push_back("reconcile (" + join(d.reconcile, ", ") + ")");
+  return join(by, ", ");
+}
+
+Change transition(const Target& t, const Record& before, Record after) {
+  auto new_devices = not_in(after.devices, before.devices, same_device);
+  auto gone_devices = not_in(before.devices, after.devices, same_device);
+  auto new_mounts = not_in(after.mounts, before.mounts, same_mount);
+  auto gone_mounts = not_in(before.mounts, after.mounts, same_mount);
+  Change ch;
+  if (after == before) {
+    ch.record = std::move(after);
+    return ch;
+  }
+  apply([&](UndoStack& undo) {
+    live::CgroupPlaces places = live::cgroup_places(t.state.pid);
+    t.process.require_alive();  // the cgroups read are the live container process's
+    change_rules(t, places, before.create_rules, before.devices, after.devices, undo);
+    for (auto i = gone_mounts.rbegin(); i != gone_mounts.rend(); ++i) {
+      const RecordedMount& m = before.mounts[*i];
+      ch.unmounted.push_back(m);
+      if (!m.mounted) continue;
+      live::remove_mount(t.process, m.path, m.target == "made");
+      live::Process pinned = t.process;
+      undo.push("mount " + q(m.path) + " again", [pinned, m] { live::bind_mount(pinned, mount_request(m)); });
+    }
+    for (auto i : gone_devices) {
+      const RecordedDevice& d = before.devices[i];
+      ch.removed.push_back(d);
+      if (d.node == "existing") continue;
+      live::remove_node(t.process, node_request(d));
+      live::Process pinned = t.process;
+      undo.push("make " + q(d.path) + " again", [pinned, d] { live::make_node(pinned, node_request(d)); });
+    }
+    for (auto i : new_devices) {
+      RecordedDevice& d = after.devices[i];
+      try {
+        live::Placed placed = live::make_node(t.process, node_request(d));
+        d.node = live::method_name(placed.method);
+        add_dirs(after, placed.made_dirs);
+        undo.push("remove " + q(d.path), placed.undo);
+      } catch (const std::exception&) {
+        std::throw_with_nested(Error("device " + q(d.host_path)));
+      }
+      ch.made.push_back(d);
+    }
+    for (auto i : new_mounts) {
+      RecordedMount& m = after.mounts[i];
+      live::Placed placed = live::bind_mount(t.process, mount_request(m));
+      m.mounted = placed.method != live::Method::existing;
+      m.target = placed.made_target ? "made" : "existing";
+      add_dirs(after, placed.made_dirs);
+      undo.push("unmount " + q(m.path), placed.undo);
+      ch.mounted.push_back(m);
+    }
+    // What is made again on undo makes its directories again.
+    if (!gone_devices.empty() || !gone_mounts.empty())
+      for (const auto& dir : live::remove_empty_dirs(t.process, after.dirs))
+        after.dirs.erase(std::remove(after.dirs.begin(), after.dirs.end(), dir), after.dirs.end());
+    write_record(t, after);
+  });
+  ch.record = std::move(after);
+  return ch;
+}
+
+}  // namespace specshim::shim::attach

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim reconcile: make every live container have what the desired-state
+// file wants for it. For each created or running container under --root, the
+// wants the file lists for it (specshim/hotplug.h keys: "device H:C:P",
+// "gpu UUID", "cdi NAME") are compared with those its record says reconcile
+// gave it; the missing ones are attached and the extra ones detached through
+// attach's own plan and transition (attach_steps.cpp), so the undo
+// guarantees are attach's. What `attach` gave by hand and the spec's own
+// devices are never touched: the record holds each reference apart.
+// --watch repeats on every change of the file and every --interval. See
+// docs/reconcile.md.
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "attach.h"
+#include "pipeline.h"
+#include "runtime.h"
+#include "settings.h"
+#include "specshim/device_plugin.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/hotplug.h"
+#include "specshim/nvidia_gpus.h"
+#include "verb_cli.h"
+#include "verbs.h"
+
+namespace specshim::shim {
+namespace {
+
+namespace sfs = std::filesystem;
+using namespace attach;
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+struct Options {
+  std::string root;
+  std::string config_file = config::path_from_env().string();
+  std::string desired;  // default: [hotplug] desired
+  std::string proc;     // default: [hotplug] proc
+  bool watch = false;
+  std::string interval = "10";
+};
+
+// recorded_keys are the wants reconcile (or the hotplug modifier at create)
+// gave the container, as the record holds them.
+std::set<std::string> recorded_keys(const Record& r) {
+  std::set<std::string> keys;
+  for (const auto& d : r.devices) keys.insert(d.reconcile.begin(), d.reconcile.end());
+  for (const auto& m : r.mounts) keys.insert(m.reconcile.begin(), m.reconcile.end());
+  for (const auto& c : r.create_cdi) keys.insert("cdi " + c);
+  return keys;
+}
+
+// owned marks what w holds as reconcile's, for key.
+void own(Wanted& w, const std::string& key) {
+  for (auto& d : w.devices) {
+    d.direct = false;
+    d.cdi.clear();
+    d.reconcile = {key};
+  }
+  for (auto& m : w.mounts) {
+    m.cdi.clear();
+    m.reconcile = {key};
+  }
+}
+
+bool holds(const std::vector<std::string>& refs, const std::string& key) {
+  return std::find(refs.begin(), refs.end(), key) != refs.end();
+}
+
+class Reconciler {
+ public:
+  explicit Reconciler(const Options& o) : options_(o), doc_(config::Document::load(o.config_file)) {
+    auto root = doc_.root();
+    Settings settings = read_settings(root);
+    runtime_ = find_runtime(settings.runtime_path);
+    auto section = root.section("hotplug");
+    hotplug::Config hc = hotplug::read_config(section);
+    desired_ = o.desired.empty() ? hc.desired : o.desired;
+    proc_ = o.proc.empty() ? hc.proc : o.proc;
+  }
+
+  const std::string& desired_file() const { return desired_; }
+
+  // pass reconciles every live container once; false when anything failed.
+  bool pass() {
+    std::optional<hotplug::Desired> desired;
+    try {
+      desired = hotplug::read_desired(desired_);
+      if (!desired) throw Error("no such file");
+      hotplug::check_sharing(*desired, gpu_resolver(*desired));
+    } catch (const std::exception& e) {
+      report_once("desired-state file " + q(desired_) + ": " + describe(e) + "; nothing was changed");
+      return false;
+    }
+    last_report_.clear();
+    bool ok = true;
+    std::vector<live::ContainerState> containers;
+    try {
+      containers = live::runtime_list(runtime_, options_.root);
+    } catch (const std::exception& e) {
+      std::cerr << "specshim reconcile: " << describe(e) << "\n";
+      return false;
+    }
+    std::set<const hotplug::Entry*> matched;
+    for (const auto& c : containers) {
+      if (c.status != "created" && c.status != "running") continue;
+      try {
+        ok = reconcile(c, *desired, matched) && ok;
+      } catch (const std::exception& e) {
+        std::cerr << "specshim reconcile: container " << q(c.id) << ": " << describe(e) << "\n";
+        ok = false;
+      }
+    }
+    std::set<std::string> unmatched;
+    for (const auto& e : desired->entries)
+      if (!matched.count(&e)) unmatched.insert(desired->where(e) + ": " + e.who());
+    for (const auto& u : unmatched)
+      if (!unmatched_.count(u))
+        std::cerr << "specshim reconcile: " << u << ": no such container (created or running)\n";
+    unmatched_ = std::move(unmatched);
+    std::cout << std::flush;
+    return ok;
+  }
+
+ private:
+  // gpu_resolver maps a UUID to its node for the sharing check, reading the
+  // driver's list once per pass; an unknown UUID keeps its name here (the
+  // container that wants it fails, not the pass).
+  hotplug::GpuNode gpu_resolver(const hotplug::Desired& d) {
+    gpus_.reset();
+    bool any = std::any_of(d.entries.begin(), d.entries.end(), [](const auto& e) { return !e.gpus.empty(); });
+    if (!any) return nullptr;
+    gpus_ = nvidia::read_gpus(proc_);
+    return [this](const std::string& uuid) {
+      for (const auto& g : *gpus_)
+        if (strcasecmp(g.uuid.c_str(), uuid.c_str()) == 0) return g.node();
+      return "GPU " + uuid;
+    };
+  }
+
+  bool reconcile(const live::ContainerState& c, const hotplug::Desired& d, std::set<const hotplug::Entry*>& matched) {
+    Spec spec = Spec::parse(fs::read_regular_file(c.bundle / "config.json", kMaxSpecBytes));
+    device_plugin::Identity identity;
+    try {
+      identity = device_plugin::identify(spec);
+    } catch (const Error&) {
+      // A malformed specshim.io/pod selects by id only.
+    }
+    const hotplug::Entry* entry = hotplug::select(d, c.id, identity);
+    if (entry) matched.insert(entry);
+    std::vector<std::string> wanted = entry ? entry->keys() : std::vector<std::string>{};
+    std::set<std::string> want(wanted.begin(), wanted.end());
+    if (want == recorded_keys(current_record(c.bundle, c.id))) return true;  // nothing to do: no pin, no lock
+
+    std::string who = "container " + q(c.id) + (entry && entry->pod ? " (" + entry->who() + ")" : "");
+    try {
+      Target t = open_target(doc_, options_.root, c.id, true);
+      BundleLock lock(t.state.bundle);
+      Record before = current_record(t.state.bundle, t.id);
+      std::set<std::string> had = recorded_keys(before);
+      Record after = before;
+      std::vector<std::string> dropped, added;
+      for (const auto& k : had)
+        if (!want.count(k)) dropped.push_back(k);
+      for (const auto& k : wanted)
+        if (!had.count(k)) added.push_back(k);
+      for (const auto& k : dropped) {
+        for (auto& dev : after.devices) std::erase(dev.reconcile, k);
+        for (auto& m : after.mounts) std::erase(m.reconcile, k);
+        if (k.rfind("cdi ", 0) == 0 && std::erase(after.create_cdi, k.substr(4)))
+          std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
+                    << "container is created again\n";
+      }
+      std::erase_if(after.devices, [](const RecordedDevice& dev) { return !dev.held(); });
+      std::erase_if(after.mounts, [](const RecordedMount& m) { return !m.held(); });
+      Wanted w;
+      for (const auto& k : added) {
+        Wanted one;
+        if (k.rfind("device ", 0) == 0) {
+          one.devices.push_back(device_wanted(hotplug::parse_device_arg(k.substr(7))));
+        } else if (k.rfind("gpu ", 0) == 0) {
+          std::string node = gpu_nodes({k.substr(4)}, proc_).front();
+          one.devices.push_back(device_wanted(DeviceArg{node, node, "rwm"}));
+        } else {
+          cdi_wanted(t, {k.substr(4)}, one);
+        }
+        own(one, k);
+        for (const auto& n : one.not_applied)
+          std::cout << who << ": " << k << ": " << n.edit << " " << q(n.value)
+                    << " not applied (a running container cannot take it)\n";
+        w.devices.insert(w.devices.end(), one.devices.begin(), one.devices.end());
+        w.mounts.insert(w.mounts.end(), one.mounts.begin(), one.mounts.end());
+      }
+      Change ch = transition(t, before, plan(after, w).record);
+      auto by = [](const std::vector<std::string>& refs) { return join(refs, ", "); };
+      for (const auto& dev : ch.removed) std::cout << who << ": detached " << dev.path << " (" << numbers(dev) << ")\n";
+      for (const auto& m : ch.unmounted) std::cout << who << ": detached " << m.path << " (bind mount)\n";
+      for (const auto& dev : ch.made)
+        std::cout << who << ": attached " << dev.path << " (" << numbers(dev) << " " << dev.permissions << ", "
+                  << dev.node << ") for " << by(dev.reconcile) << "\n";
+      for (const auto& m : ch.mounted)
+        std::cout << who << ": attached " << m.path << " (bind mount) for " << by(m.reconcile) << "\n";
+      // A want whose nodes were already there (attached by hand) is recorded
+      // as reconcile's too; one dropped while another holds its node stays.
+      for (const auto& k : added)
+        if (std::none_of(ch.made.begin(), ch.made.end(), [&](const auto& dev) { return holds(dev.reconcile, k); }) &&
+            std::none_of(ch.mounted.begin(), ch.mounted.end(), [&](const auto& m) { return holds(m.reconcile, k); }))
+          std::cout << who << ": " << k << ": already there; recorded as reconcile's\n";
+      for (const auto& k : dropped)
+        for (const auto& dev : ch.record.devices)
+          if (std::any_of(before.devices.begin(), before.devices.end(),
+                          [&](const auto& b) { return b.path == dev.path && holds(b.reconcile, k); }))
+            std::cout << who << ": " << k << ": released; " << dev.path << " stays, held by " << attached_by(dev)
+                      << "\n";
+      return true;
+    } catch (const std::exception& e) {
+      std::cerr << "specshim reconcile: " << who << ": " << describe(e) << "\n";
+      return false;
+    }
+  }
+
+  // report_once prints a file-level failure once while it stays the same
+  // (--watch retries it with backoff).
+  void report_once(const std::string& what) {
+    if (what == last_report_) return;
+    last_report_ = what;
+    std::cerr << "specshim reconcile: " << what << "\n";
+  }
+
+  Options options_;
+  config::Document doc_;
+  std::string runtime_;
+  std::string desired_;
+  std::string proc_;
+  std::optional<std::vector<nvidia::Gpu>> gpus_;
+  std::string last_report_;
+  std::set<std::string> unmatched_;
+};
+
+// Watch is what --watch waits on: SIGTERM/SIGINT (a signalfd) and the
+// directory of the desired-state file (inotify, so a rename onto it counts).
+class Watch {
+ public:
+  explicit Watch(const sfs::path& file) : name_(file.filename().string()) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) throw_errno("block SIGTERM");
+    signals_ = fs::Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signals_) throw_errno("signalfd");
+    inotify_ = fs::Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!inotify_) throw_errno("inotify_init1");
+    sfs::path dir = file.parent_path().empty() ? sfs::path(".") : file.parent_path();
+    if (::inotify_add_watch(inotify_.get(), dir.c_str(),
+                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE) < 0)
+      throw_errno("watch directory " + q(dir.string()));
+  }
+
+  enum class Event { stop, file, timeout };
+  // wait returns on a signal, a change of the file, or after timeout_ms.
+  Event wait(int timeout_ms) {
+    pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {inotify_.get(), POLLIN, 0}};
+    int n = ::poll(fds, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) throw_errno("poll");
+    if (n <= 0) return Event::timeout;
+    if (fds[0].revents) return Event::stop;
+    bool ours = false;
+    alignas(inotify_event) char buf[16 * (sizeof(inotify_event) + NAME_MAX + 1)];
+    for (ssize_t len; (len = ::read(inotify_.get(), buf, sizeof buf)) > 0;)
+      for (char* p = buf; p < buf + len;) {
+        auto* ev = reinterpret_cast<inotify_event*>(p);
+        if (ev->len && name_ == ev->name) ours = true;
+        p += sizeof(inotify_event) + ev->len;
+      }
+    return ours ? Event::file : Event::timeout;
+  }
+
+ private:
+  std::string name_;
+  fs::Fd signals_;
+  fs::Fd inotify_;
+};
+
+int watch(Reconciler& r, int interval_s) {
+  Watch w(r.desired_file());
+  const int interval_ms = interval_s * 1000;
+  int backoff_ms = 0;  // after a failed pass: 1 s, doubling, at most the interval
+  bool ok = r.pass();
+  auto next = std::chrono::steady_clock::now();
+  while (true) {
+    backoff_ms = ok ? 0 : std::min(interval_ms, backoff_ms ? backoff_ms * 2 : 1000);
+    next = std::chrono::steady_clock::now() + std::chrono::milliseconds(ok ? interval_ms : backoff_ms);
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::steady_clock::now());
+      auto ev = w.wait(static_cast<int>(std::max<std::int64_t>(0, left.count())));
+      if (ev == Watch::Event::stop) return 0;
+      if (ev == Watch::Event::file || std::chrono::steady_clock::now() >= next) break;
+    }
+    ok = r.pass();
+  }
+}
+
+}  // namespace
+
+int reconcile_main(const std::vector<std::string>& argv) {
+  VerbCli cli(
+      "Give every live container what the desired-state file wants for it: attach what is missing, detach what "
+      "reconcile gave and the file no longer lists.",
+      "specshim reconcile");
+  Options o;
+  cli.option("--root", o.root, "the runtime's state root (runc --root), e.g. /run/containerd/runc/k8s.io");
+  cli.option("--config", o.config_file, "specshim config file").show_default();
+  cli.option("--desired", o.desired, "the desired-state file (default: [hotplug] desired, /etc/specshim/hotplug.yaml)");
+  cli.option("--proc", o.proc, "where the NVIDIA driver's GPU list is (default: [hotplug] proc, /proc)");
+  cli.flag("--watch", o.watch, "keep running: reconcile on every change of the file and every --interval");
+  cli.option("--interval", o.interval, "with --watch: seconds between passes for containers that started")
+      .show_default();
+  if (int rc = cli.parse(argv); rc >= 0) return rc;
+  try {
+    int interval = 0;
+    try {
+      std::size_t used = 0;
+      interval = std::stoi(o.interval, &used);
+      if (used != o.interval.size() || interval < 1 || interval > 86400) throw Error("");
+    } catch (const std::exception&) {
+      throw Error("--interval " + q(o.interval) + ": want whole seconds from 1 to 86400");
+    }
+    if (::geteuid() != 0)
+      throw Error("must run as root on the host (euid " + std::to_string(::geteuid()) +
+                  "): it changes containers' cgroups and enters their mount namespaces");
+    Reconciler r(o);
+    if (o.watch) return watch(r, interval);
+    return r.pass() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "specshim reconcile: " << describe(e) << "\n";
+    return 1;
+  }
+}
+
+}  // namespace specshim::shim

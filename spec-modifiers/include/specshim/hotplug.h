@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// Declarative hot-plug: the desired-state file that says which devices a
+// container should have (read by `specshim reconcile` and, at create, by the
+// hotplug modifier), the --device argument both it and `specshim attach`
+// take, and the grant file the modifier leaves in the bundle. See
+// docs/reconcile.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/config.h"
+#include "specshim/device_plugin.h"
+#include "specshim/device_rules.h"
+
+namespace specshim::hotplug {
+
+// DeviceArg is `HOST[:CONTAINER[:PERMS]]`: CONTAINER defaults to HOST, PERMS
+// (a non-empty subset of rwm) to rwm, written in rwm order.
+struct DeviceArg {
+  std::string host;
+  std::string container;
+  std::string permissions = "rwm";
+  bool operator==(const DeviceArg&) const = default;
+};
+// parse_device_arg throws Error naming the argument and what is wrong.
+DeviceArg parse_device_arg(std::string_view arg);
+
+// canonical_permissions returns p as a subset of "rwm" in that order, or
+// nullopt when p is empty or has another letter or a letter twice.
+std::optional<std::string> canonical_permissions(std::string_view p);
+
+// ---- [hotplug] ----
+
+// Config is the [hotplug] table: the modifier is off unless enabled; reconcile
+// reads desired and proc whether or not it is.
+struct Config {
+  bool enabled = false;
+  std::string desired;         // the desired-state file (kDefaultDesired)
+  std::string proc = "/proc";  // where <proc>/driver/nvidia/gpus is
+};
+// read_config reads [hotplug]; config errors name the key.
+Config read_config(config::Section& s);
+
+// ---- the desired-state file ----
+
+inline constexpr const char* kDefaultDesired = "/etc/specshim/hotplug.yaml";
+inline constexpr std::size_t kMaxDesiredBytes = 4 << 20;
+inline constexpr std::size_t kMaxEntries = 4096;
+
+// PodSelector matches containerd's io.kubernetes.cri.sandbox-namespace,
+// sandbox-name and container-name of a container created through CRI.
+struct PodSelector {
+  std::string ns;
+  std::string name;
+  std::string container;
+  bool operator==(const PodSelector&) const = default;
+};
+
+// Entry is one item of `containers:`: who (a pod's container, or a
+// container id) and what it should have. Keys (see keys()) name each want.
+struct Entry {
+  int line = 0;
+  std::optional<PodSelector> pod;
+  std::string id;  // when pod is unset
+  std::vector<DeviceArg> devices;
+  std::vector<std::string> cdi;   // qualified CDI names
+  std::vector<std::string> gpus;  // NVIDIA GPU UUIDs, as written
+  bool shared = false;            // its devices may also be wanted by other shared entries
+  // who is "pod `dev/box-7` container `main`" or "container `ID`".
+  std::string who() const;
+  // keys are the wants as reconcile records them: "device HOST:CONTAINER:PERMS",
+  // "gpu UUID", "cdi NAME", in file order.
+  std::vector<std::string> keys() const;
+  bool selects(const std::string& container_id, const device_plugin::Identity& identity) const;
+};
+
+struct Desired {
+  std::string file;
+  std::vector<Entry> entries;
+  // where is "FILE:LINE".
+  std::string where(const Entry& e) const { return file + ":" + std::to_string(e.line); }
+};
+
+// parse_desired reads a desired-state file (YAML or JSON). Throws Error
+// "FILE:LINE: what" for a malformed file, an entry selecting the same
+// container as an earlier one, or a device two entries want when they are
+// not both `shared: true`.
+Desired parse_desired(std::string_view text, const std::string& file);
+
+// read_desired takes a shared flock on FILE.lock when that file exists
+// (waiting at most 10 s for a writer), then reads and parses file (at most
+// kMaxDesiredBytes, a regular file). nullopt when file does not exist.
+std::optional<Desired> read_desired(const std::filesystem::path& file);
+
+// GpuNode maps a GPU UUID to its host node (/dev/nvidia3); it throws when
+// the UUID is unknown.
+using GpuNode = std::function<std::string(const std::string& uuid)>;
+
+// check_sharing throws Error naming both entries when two entries want the
+// same host device (a device's host path, a GPU's node when gpu_node is
+// given, its UUID otherwise, a CDI name) and not both say `shared: true`.
+void check_sharing(const Desired& d, const GpuNode& gpu_node = nullptr);
+
+// select returns the entry selecting the container, or nullptr. An id entry
+// and a pod entry both selecting it is an error naming both lines.
+const Entry* select(const Desired& d, const std::string& container_id, const device_plugin::Identity& identity);
+
+// ---- what create gave: <bundle>/specshim-hotplug.json ----
+
+inline constexpr const char* kGrantFile = "specshim-hotplug.json";
+
+// GrantedDevice is a node the hotplug modifier put in linux.devices for key.
+struct GrantedDevice {
+  std::string key;
+  std::string path;
+  std::string host_path;
+  char type = 'c';
+  std::int64_t major = 0;
+  std::int64_t minor = 0;
+  std::string permissions = "rwm";
+  std::uint32_t file_mode = 0666;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  bool operator==(const GrantedDevice&) const = default;
+};
+
+// Grant is what the hotplug modifier gave a container at create: the nodes,
+// the allow rules it appended to linux.resources.devices for them (which
+// `reconcile` takes back when the file stops listing a node), and the CDI
+// names it handed to the cdi modifier (those stay until the container is
+// created again).
+struct Grant {
+  std::string container;
+  std::string desired;  // FILE:LINE of the entry
+  std::vector<GrantedDevice> devices;
+  std::vector<DeviceRule> rules;
+  std::vector<std::string> cdi;
+  bool operator==(const Grant&) const = default;
+};
+
+// device_of describes the host node a DeviceArg names (symlinks followed
+// only while they stay under /dev, as create does): its type, numbers, mode,
+// owner and resolved path, for key. Throws Error naming the host path.
+GrantedDevice device_of(const DeviceArg& a, const std::string& key);
+
+// rule_json is a rule as linux.resources.devices writes it; rule_from_json
+// reads one back (where names it in errors).
+Json rule_json(const DeviceRule& r);
+DeviceRule rule_from_json(const Json& j, const std::string& where);
+
+std::string grant_json(const Grant& g);
+// parse_grant throws Error naming file and the field.
+Grant parse_grant(std::string_view text, const std::string& file);
+// read_grant reads <bundle>/specshim-hotplug.json; nullopt when there is none.
+std::optional<Grant> read_grant(const std::filesystem::path& bundle);
+
+}  // namespace specshim::hotplug

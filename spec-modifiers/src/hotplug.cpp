@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hotplug modifier (off by default): at create, a container the
+// desired-state file selects gets what the file wants for it in its spec, so
+// a re-created dev box has its devices from its first instruction and
+// `specshim reconcile` finds nothing to do. Device and GPU entries become
+// linux.devices entries and exactly one allow rule each (which the
+// devices-cgroup modifier then finds granted); CDI names go to the cdi
+// modifier as an in-memory request. What it gave is left in the bundle
+// (specshim-hotplug.json) so reconcile can take a node back later. See
+// docs/reconcile.md.
+#include "specshim/hotplug.h"
+
+#include <algorithm>
+
+#include "specshim/cdi.h"
+#include "specshim/device_rules.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+#include "specshim/nvidia_gpus.h"
+
+namespace specshim::hotplug {
+namespace {
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+class Hotplug : public Modifier {
+ public:
+  explicit Hotplug(Config c) : config_(std::move(c)) {}
+  std::string_view name() const override { return "hotplug"; }
+
+  void apply(Spec& spec, Context& ctx) override {
+    if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
+    if (!decided_) decided_ = decide(spec, ctx);
+    Grant& g = *decided_;
+    if (g.devices.empty() && g.cdi.empty()) return;
+    std::vector<DeviceRule> rules = read_device_rules(spec);
+    for (const auto& d : g.devices) {
+      add_node(spec, d, g.desired);
+      DeviceRule rule{true, d.type, d.major, d.minor, d.permissions};
+      if (std::find(rules.begin(), rules.end(), rule) != rules.end()) continue;
+      spec.array_at({"linux", "resources", "devices"}).push_back(rule_json(rule));
+      rules.push_back(rule);
+      if (std::find(g.rules.begin(), g.rules.end(), rule) == g.rules.end()) g.rules.push_back(rule);
+    }
+    std::erase_if(ctx.device_requests, [](const DeviceRequest& r) { return r.from == "hotplug"; });
+    for (const auto& name : g.cdi) {
+      auto qn = cdi::parse_qualified_name(name);
+      std::string kind = qn->kind();
+      auto req = std::find_if(ctx.device_requests.begin(), ctx.device_requests.end(),
+                              [&](const DeviceRequest& r) { return r.from == "hotplug" && r.kind == kind; });
+      if (req == ctx.device_requests.end())
+        req = ctx.device_requests.insert(
+            ctx.device_requests.end(),
+            DeviceRequest{.from = "hotplug", .origin = "the desired-state file " + g.desired, .kind = kind});
+      req->names.push_back(name);
+    }
+    ctx.bundle_files[kGrantFile] = BundleFile{grant_json(g)};
+  }
+
+ private:
+  // decide reads the file once per create and resolves what the entry
+  // selecting this container wants. A file that is missing gives nothing; a
+  // malformed one gives nothing and a warning (reconcile, which refuses it
+  // loudly, is where it gets fixed): one bad edit must not stop every create
+  // on the node. A device the entry names that cannot be given fails the
+  // create: the platform promised it.
+  Grant decide(const Spec& spec, const Context& ctx) {
+    Grant g;
+    g.container = ctx.container_id;
+    std::optional<Desired> desired;
+    try {
+      desired = read_desired(config_.desired);
+    } catch (const Error& e) {
+      log::warn("hotplug: {}: {}; the container gets no devices from it", config_.desired, describe(e));
+      return g;
+    }
+    if (!desired) return g;
+    const Entry* e = select(*desired, ctx.container_id, device_plugin::identify(spec));
+    if (!e) return g;
+    g.desired = desired->where(*e);
+    std::string what = "desired-state file " + g.desired + ": " + e->who();
+    try {
+      for (std::size_t i = 0; i < e->devices.size(); ++i) g.devices.push_back(device_of(e->devices[i], e->keys()[i]));
+      if (!e->gpus.empty()) {
+        auto gpus = nvidia::read_gpus(config_.proc);
+        for (const auto& uuid : e->gpus) {
+          std::string node = nvidia::find_gpu(gpus, uuid, config_.proc).node();
+          g.devices.push_back(device_of(DeviceArg{node, node, "rwm"}, "gpu " + uuid));
+        }
+      }
+    } catch (const std::exception&) {
+      std::throw_with_nested(Error(what));
+    }
+    g.cdi = e->cdi;
+    log::debug("hotplug: {}: {} device(s), {} CDI device(s)", what, g.devices.size(), g.cdi.size());
+    return g;
+  }
+
+  // add_node puts d in linux.devices unless that path already is that device.
+  static void add_node(Spec& spec, const GrantedDevice& d, const std::string& where) {
+    if (const Json* list = spec.find({"linux", "devices"}); list && list->is_array())
+      for (const auto& e : *list) {
+        if (!e.is_object() || e.value("path", "") != d.path) continue;
+        if (e.value("type", "") == std::string(1, d.type) && e.value("major", -1) == d.major &&
+            e.value("minor", -1) == d.minor)
+          return;
+        throw Error("desired-state file " + where + ": container path " + q(d.path) +
+                    " is already another device in the spec's linux.devices");
+      }
+    spec.array_at({"linux", "devices"})
+        .push_back(Json{{"path", d.path},
+                        {"type", std::string(1, d.type)},
+                        {"major", d.major},
+                        {"minor", d.minor},
+                        {"fileMode", d.file_mode},
+                        {"uid", d.uid},
+                        {"gid", d.gid}});
+  }
+
+  Config config_;
+  std::optional<Grant> decided_;
+};
+
+}  // namespace
+}  // namespace specshim::hotplug
+
+namespace specshim {
+
+std::unique_ptr<Modifier> make_hotplug(config::Section& section) {
+  hotplug::Config c = hotplug::read_config(section);
+  if (!c.enabled) return nullptr;
+  return std::make_unique<hotplug::Hotplug>(std::move(c));
+}
+
+}  // namespace specshim

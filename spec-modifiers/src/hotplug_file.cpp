@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+// The desired-state file of declarative hot-plug, the --device argument, and
+// the grant file the hotplug modifier leaves in the bundle.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#include "document_fields.h"
+#include "host_device.h"
+#include "specshim/cdi.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/hotplug.h"
+#include "specshim/spec.h"
+
+namespace specshim::hotplug {
+namespace {
+
+std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
+// ---- the desired-state file ----
+
+using cdi::Node;
+
+std::string text_field(const Node& v, const std::string& at) {
+  auto s = cdi::get_string(v, at);
+  if (!s || s->empty()) cdi::fail(v.line, at, "want a non-empty string");
+  if (contains_control(*s)) cdi::fail(v.line, at, "contains control characters");
+  return *s;
+}
+
+PodSelector decode_pod(const Node& n, const std::string& where) {
+  if (n.type != Node::Type::mapping) cdi::fail(n.line, where, "want {namespace, name, container}");
+  PodSelector p;
+  cdi::for_fields(n, where, {"namespace", "name", "container"},
+                  [&](std::string_view f, const Node& v, const std::string& at) {
+                    (f == "namespace" ? p.ns : f == "name" ? p.name : p.container) = text_field(v, at);
+                  });
+  for (auto [field, value] : {std::pair{"namespace", &p.ns}, {"name", &p.name}, {"container", &p.container}})
+    if (value->empty()) cdi::fail(n.line, where, std::string("missing `") + field + "`");
+  return p;
+}
+
+std::vector<std::string> strings_field(const Node& v, const std::string& at) {
+  std::vector<std::string> out;
+  cdi::for_items(v, at, [&](const Node& item, const std::string& i) { out.push_back(text_field(item, i)); });
+  return out;
+}
+
+Entry decode_entry(const Node& n, const std::string& where) {
+  Entry e;
+  e.line = n.line;
+  cdi::for_fields(n, where, {"pod", "id", "devices", "cdi", "gpus", "shared"},
+                  [&](std::string_view f, const Node& v, const std::string& at) {
+                    if (f == "pod") {
+                      e.pod = decode_pod(v, at);
+                    } else if (f == "id") {
+                      e.id = text_field(v, at);
+                    } else if (f == "devices") {
+                      cdi::for_items(v, at, [&](const Node& item, const std::string& i) {
+                        try {
+                          e.devices.push_back(parse_device_arg(text_field(item, i)));
+                        } catch (const Error& err) {
+                          cdi::fail(item.line, i, err.what());
+                        }
+                      });
+                    } else if (f == "cdi") {
+                      for (auto& name : strings_field(v, at)) {
+                        std::string why;
+                        if (!cdi::parse_qualified_name(name, &why))
+                          cdi::fail(v.line, at, "CDI name " + q(name) + ": " + why);
+                        e.cdi.push_back(name);
+                      }
+                    } else if (f == "gpus") {
+                      e.gpus = strings_field(v, at);
+                    } else {
+                      e.shared = cdi::get_bool(v, at);
+                    }
+                  });
+  if (e.pod && !e.id.empty()) cdi::fail(n.line, where, "give `pod` or `id`, not both");
+  if (!e.pod && e.id.empty()) cdi::fail(n.line, where, "missing `pod` or `id`: which container is this for?");
+  return e;
+}
+
+// Wants is one entry's host resources, for the sharing check.
+std::vector<std::string> resources(const Entry& e, const GpuNode& gpu_node) {
+  std::vector<std::string> out;
+  for (const auto& d : e.devices) out.push_back("device " + q(d.host));
+  for (const auto& g : e.gpus) out.push_back(gpu_node ? "device " + q(gpu_node(g)) : "GPU " + q(g));
+  for (const auto& c : e.cdi) out.push_back("CDI device " + q(c));
+  return out;
+}
+
+// ---- flock with a deadline ----
+
+void lock_shared(int fd, const std::string& path) {
+  using namespace std::chrono_literals;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  timespec pause{0, 2'000'000};
+  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock " + q(path));
+    if (std::chrono::steady_clock::now() > deadline) throw Error("lock " + q(path) + ": a writer has held it for 10 s");
+    ::nanosleep(&pause, nullptr);
+    pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 100'000'000);
+  }
+}
+
+// ---- the grant file ----
+
+template <typename T>
+T get(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw Error(where + ": missing " + q(key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const std::exception& e) {
+    throw Error(where + ": " + q(key) + ": " + json_cause(e));
+  }
+}
+
+char kind_of(const Json& j, const std::string& w, std::string_view allowed) {
+  auto t = get<std::string>(j, "type", w);
+  if (t.size() != 1 || allowed.find(t[0]) == std::string_view::npos) throw Error(w + ": type " + q(t) + " is unknown");
+  return t[0];
+}
+
+std::string access_of(const Json& j, const char* key, const std::string& w) {
+  auto p = canonical_permissions(get<std::string>(j, key, w));
+  if (!p) throw Error(w + ": " + q(key) + " must be a non-empty subset of rwm");
+  return *p;
+}
+
+}  // namespace
+
+// ---- --device ----
+
+std::optional<std::string> canonical_permissions(std::string_view p) {
+  if (p.empty()) return std::nullopt;
+  std::string out;
+  for (char want : std::string_view("rwm")) {
+    auto n = std::count(p.begin(), p.end(), want);
+    if (n > 1) return std::nullopt;
+    if (n == 1) out += want;
+  }
+  if (out.size() != p.size()) return std::nullopt;
+  return out;
+}
+
+DeviceArg parse_device_arg(std::string_view arg) {
+  std::string what = "--device " + q(arg);
+  if (contains_control(arg)) throw Error(what + ": contains control characters");
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto colon = arg.find(':', start);
+    parts.emplace_back(arg.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3)
+    throw Error(what + ": expected HOST[:CONTAINER[:PERMS]], got " + std::to_string(parts.size()) +
+                " fields (paths with ':' are not supported)");
+  DeviceArg d;
+  d.host = parts[0];
+  if (d.host.empty() || d.host[0] != '/') throw Error(what + ": host path " + q(d.host) + " must be absolute");
+  d.container = parts.size() > 1 && !parts[1].empty() ? parts[1] : d.host;
+  if (d.container[0] != '/') throw Error(what + ": container path " + q(d.container) + " must be absolute");
+  if (parts.size() > 2) {
+    auto p = canonical_permissions(parts[2]);
+    if (!p) throw Error(what + ": permissions " + q(parts[2]) + " must be a non-empty subset of rwm");
+    d.permissions = *p;
+  }
+  return d;
+}
+
+GrantedDevice device_of(const DeviceArg& a, const std::string& key) {
+  std::string what = "device " + q(a.host);
+  HostDevice h = resolve_device(a.host, "/dev", false);
+  if (h.type != 'c' && h.type != 'b') throw Error(what + ": host node is a FIFO, not a character or block device");
+  char buf[PATH_MAX];
+  if (!::realpath(a.host.c_str(), buf)) throw_errno("resolve host device node " + q(a.host));
+  struct stat st {};
+  if (::stat(buf, &st) != 0) throw_errno("stat host device node " + q(buf));
+  return GrantedDevice{key,     a.container,   buf,           h.type,    h.major,
+                       h.minor, a.permissions, h.mode & 0777, st.st_uid, st.st_gid};
+}
+
+// ---- [hotplug] ----
+
+Config read_config(config::Section& s) {
+  Config c;
+  c.enabled = s.boolean("enabled").value_or(false);
+  c.desired = s.string("desired").value_or(kDefaultDesired);
+  c.proc = s.string("proc").value_or("/proc");
+  for (auto [key, value] : {std::pair{"desired", &c.desired}, {"proc", &c.proc}})
+    if (value->empty() || (*value)[0] != '/') s.fail(key, "must be an absolute path");
+  return c;
+}
+
+// ---- entries ----
+
+std::string Entry::who() const {
+  if (pod) return "pod " + q(pod->ns + "/" + pod->name) + " container " + q(pod->container);
+  return "container " + q(id);
+}
+
+std::vector<std::string> Entry::keys() const {
+  std::vector<std::string> out;
+  for (const auto& d : devices) out.push_back("device " + d.host + ":" + d.container + ":" + d.permissions);
+  for (const auto& g : gpus) out.push_back("gpu " + g);
+  for (const auto& c : cdi) out.push_back("cdi " + c);
+  return out;
+}
+
+bool Entry::selects(const std::string& container_id, const device_plugin::Identity& identity) const {
+  if (!pod) return id == container_id;
+  return identity.cri && identity.pod.ns == pod->ns && identity.pod.name == pod->name &&
+         identity.container == pod->container;
+}
+
+Desired parse_desired(std::string_view text, const std::string& file) {
+  Desired d;
+  d.file = file;
+  try {
+    if (text.size() > kMaxDesiredBytes) throw Error("larger than " + std::to_string(kMaxDesiredBytes) + " bytes");
+    Node root = cdi::read_document(text);
+    cdi::for_fields(root, "", {"containers"}, [&](std::string_view, const Node& v, const std::string& at) {
+      if (v.items.size() > kMaxEntries) cdi::fail(v.line, at, "more than " + std::to_string(kMaxEntries) + " entries");
+      cdi::for_objects(v, at, [&](const Node& n, const std::string& i) { d.entries.push_back(decode_entry(n, i)); });
+    });
+    for (std::size_t i = 0; i < d.entries.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j) {
+        const Entry& a = d.entries[j];
+        const Entry& b = d.entries[i];
+        if (a.pod == b.pod && a.id == b.id)
+          cdi::fail(b.line, "", b.who() + " is already listed at line " + std::to_string(a.line));
+      }
+    check_sharing(d);
+  } catch (const Error& e) {
+    std::throw_with_nested(Error(file));
+  }
+  return d;
+}
+
+void check_sharing(const Desired& d, const GpuNode& gpu_node) {
+  std::map<std::string, const Entry*> owner;
+  for (const auto& e : d.entries)
+    for (const auto& r : resources(e, gpu_node)) {
+      auto [it, fresh] = owner.emplace(r, &e);
+      if (fresh || it->second == &e) continue;
+      if (e.shared && it->second->shared) continue;
+      throw Error("line " + std::to_string(e.line) + ": " + r + " is wanted by " + it->second->who() + " (line " +
+                  std::to_string(it->second->line) + ") and by " + e.who() +
+                  "; add `shared: true` to both entries to let them share it");
+    }
+}
+
+std::optional<Desired> read_desired(const std::filesystem::path& file) {
+  std::string lock_path = file.string() + ".lock";
+  fs::Fd lock(::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock && errno != ENOENT) throw_errno("open lock file " + q(lock_path));
+  if (lock) lock_shared(lock.get(), lock_path);
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw_errno("stat " + q(file.string()));
+  }
+  return parse_desired(fs::read_regular_file(file, kMaxDesiredBytes), file.string());
+}
+
+const Entry* select(const Desired& d, const std::string& container_id, const device_plugin::Identity& identity) {
+  const Entry* found = nullptr;
+  for (const auto& e : d.entries) {
+    if (!e.selects(container_id, identity)) continue;
+    if (found)
+      throw Error(d.where(e) + ": " + e.who() + " and " + found->who() + " (line " + std::to_string(found->line) +
+                  ") select the same container; list its devices in one entry");
+    found = &e;
+  }
+  return found;
+}
+
+// ---- the grant file ----
+
+Json rule_json(const DeviceRule& r) {
+  return Json{{"allow", r.allow},
+              {"type", std::string(1, r.type)},
+              {"major", r.major ? Json(*r.major) : Json()},
+              {"minor", r.minor ? Json(*r.minor) : Json()},
+              {"access", r.access}};
+}
+
+DeviceRule rule_from_json(const Json& j, const std::string& w) {
+  if (!j.is_object()) throw Error(w + ": not an object");
+  DeviceRule r;
+  r.allow = get<bool>(j, "allow", w);
+  r.type = kind_of(j, w, "acb");
+  if (!j.value("major", Json()).is_null()) r.major = get<std::int64_t>(j, "major", w);
+  if (!j.value("minor", Json()).is_null()) r.minor = get<std::int64_t>(j, "minor", w);
+  r.access = access_of(j, "access", w);
+  return r;
+}
+
+std::string grant_json(const Grant& g) {
+  Json devices = Json::array();
+  for (const auto& d : g.devices)
+    devices.push_back({{"key", d.key},
+                       {"path", d.path},
+                       {"hostPath", d.host_path},
+                       {"type", std::string(1, d.type)},
+                       {"major", d.major},
+                       {"minor", d.minor},
+                       {"permissions", d.permissions},
+                       {"fileMode", d.file_mode},
+                       {"uid", d.uid},
+                       {"gid", d.gid}});
+  Json rules = Json::array();
+  for (const auto& r : g.rules) rules.push_back(rule_json(r));
+  Json doc = {
+      {"container", g.container}, {"desired", g.desired}, {"devices", devices}, {"rules", rules}, {"cdi", Json(g.cdi)}};
+  return doc.dump(2) + "\n";
+}
+
+Grant parse_grant(std::string_view text, const std::string& file) {
+  std::string where = "grant " + q(file);
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error("parse " + q(file) + ": " + json_cause(e));
+  }
+  if (!doc.is_object()) throw Error(where + ": not a JSON object");
+  Grant g;
+  g.container = get<std::string>(doc, "container", where);
+  g.desired = get<std::string>(doc, "desired", where);
+  auto list = [&](const char* key) {
+    if (!doc.contains(key) || !doc[key].is_array()) throw Error(where + ": " + q(key) + " is not an array");
+    return Json(doc[key]);
+  };
+  auto u32 = [](const Json& j, const char* key, const std::string& w) {
+    auto v = get<std::int64_t>(j, key, w);
+    if (v < 0 || v > std::numeric_limits<std::uint32_t>::max()) throw Error(w + ": " + q(key) + ": out of range");
+    return static_cast<std::uint32_t>(v);
+  };
+  std::size_t i = 0;
+  for (const auto& j : list("devices")) {
+    std::string w = where + ": devices[" + std::to_string(i++) + "]";
+    if (!j.is_object()) throw Error(w + ": not an object");
+    g.devices.push_back({get<std::string>(j, "key", w), get<std::string>(j, "path", w),
+                         get<std::string>(j, "hostPath", w), kind_of(j, w, "cb"), get<std::int64_t>(j, "major", w),
+                         get<std::int64_t>(j, "minor", w), access_of(j, "permissions", w), u32(j, "fileMode", w),
+                         u32(j, "uid", w), u32(j, "gid", w)});
+  }
+  i = 0;
+  for (const auto& j : list("rules"))
+    g.rules.push_back(rule_from_json(j, where + ": rules[" + std::to_string(i++) + "]"));
+  g.cdi = get<std::vector<std::string>>(doc, "cdi", where);
+  return g;
+}
+
+std::optional<Grant> read_grant(const std::filesystem::path& bundle) {
+  std::filesystem::path file = bundle / kGrantFile;
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw_errno("stat " + q(file.string()));
+  }
+  return parse_grant(fs::read_regular_file(file, 4 << 20), file.string());
+}
+
+}  // namespace specshim::hotplug
