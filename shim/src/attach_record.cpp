@@ -20,12 +20,7 @@ std::string q(std::string_view s) {
 
 template <typename T>
 T get(const Json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw Error(where + ": missing " + q(key));
-  try {
-    return j.at(key).get<T>();
-  } catch (const std::exception& e) {
-    throw Error(where + ": " + q(key) + ": " + json_cause(e));
-  }
+  return json_field<T>(j, key, where);
 }
 
 std::uint32_t get_u32(const Json& j, const char* key, const std::string& where) {

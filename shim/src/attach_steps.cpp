@@ -301,15 +301,7 @@ BundleLock::BundleLock(const sfs::path& bundle) {
   std::string path = (bundle / kLockFile).string();
   fd_ = fs::Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd_) throw_errno("open lock file " + q(path));
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  timespec pause{0, 2'000'000};
-  while (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock " + q(path));
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error("lock " + q(path) + ": another attach, detach or reconcile has held it for 30 s");
-    ::nanosleep(&pause, nullptr);
-    pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 50'000'000);
-  }
+  fs::lock_within(fd_.get(), LOCK_EX, 30s, path, "another attach, detach or reconcile");
 }
 
 RecordedDevice device_wanted(const DeviceArg& a) {

@@ -52,7 +52,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   checks.push_back(doctor::check_kubelet(host, loaded));
   checks.push_back(doctor::check_kernel(host));
   checks.push_back(doctor::check_capabilities(host, loaded));
-  checks.push_back(doctor::check_hotplug(host));
+  checks.push_back(doctor::check_hotplug(host, loaded));
   checks.push_back(doctor::check_user_namespaces(host, loaded));
   checks.push_back(doctor::check_containerd(
       host, loaded, self.empty() ? "/proc/self/exe" : self,

@@ -96,13 +96,18 @@ class Reconciler {
 
   // pass reconciles every live container once; false when anything failed.
   bool pass() {
+    // Errors of the file name it (and the line) themselves.
     std::optional<hotplug::Desired> desired;
     try {
       desired = hotplug::read_desired(desired_);
-      if (!desired) throw Error("no such file");
-      hotplug::check_sharing(*desired, gpu_resolver(*desired));
+      if (!desired) throw Error("desired-state file " + q(desired_) + ": no such file");
+      try {
+        hotplug::check_sharing(*desired, gpu_resolver(*desired));
+      } catch (const std::exception&) {
+        std::throw_with_nested(Error(desired_));
+      }
     } catch (const std::exception& e) {
-      report_once("desired-state file " + q(desired_) + ": " + describe(e) + "; nothing was changed");
+      report_once(describe(e) + "; nothing was changed");
       return false;
     }
     last_report_.clear();

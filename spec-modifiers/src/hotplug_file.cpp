@@ -103,30 +103,11 @@ std::vector<std::string> resources(const Entry& e, const GpuNode& gpu_node) {
   return out;
 }
 
-// ---- flock with a deadline ----
-
-void lock_shared(int fd, const std::string& path) {
-  using namespace std::chrono_literals;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  timespec pause{0, 2'000'000};
-  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock " + q(path));
-    if (std::chrono::steady_clock::now() > deadline) throw Error("lock " + q(path) + ": a writer has held it for 10 s");
-    ::nanosleep(&pause, nullptr);
-    pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 100'000'000);
-  }
-}
-
 // ---- the grant file ----
 
 template <typename T>
 T get(const Json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw Error(where + ": missing " + q(key));
-  try {
-    return j.at(key).get<T>();
-  } catch (const std::exception& e) {
-    throw Error(where + ": " + q(key) + ": " + json_cause(e));
-  }
+  return json_field<T>(j, key, where);
 }
 
 char kind_of(const Json& j, const std::string& w, std::string_view allowed) {
@@ -270,7 +251,7 @@ std::optional<Desired> read_desired(const std::filesystem::path& file) {
   std::string lock_path = file.string() + ".lock";
   fs::Fd lock(::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!lock && errno != ENOENT) throw_errno("open lock file " + q(lock_path));
-  if (lock) lock_shared(lock.get(), lock_path);
+  if (lock) fs::lock_within(lock.get(), LOCK_SH, std::chrono::seconds(10), lock_path, "a writer");
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) {
     if (errno == ENOENT) return std::nullopt;

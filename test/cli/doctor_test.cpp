@@ -722,6 +722,24 @@ TEST_CASE("doctor: hot-plug on a hybrid host as root: mode, a real device progra
   REQUIRE(report["problems"] == 0);
 }
 
+TEST_CASE("doctor: the desired-state file is read as reconcile reads it: absent, valid, or malformed with its line") {
+  FakeHost h;
+  REQUIRE_THAT(h.report(), HasFinding("hotplug", "info",
+                                      "desired-state file /etc/specshim/hotplug.yaml: absent (reconcile has nothing to "
+                                      "attach; the hotplug modifier (off) would give nothing at create)"));
+  write_file(h.root / "etc/specshim/hotplug.yaml",
+             "containers:\n  - id: c1\n    devices: [/dev/nvidia0]\n  - pod: {namespace: dev, name: box, container: "
+             "main}\n    gpus: [GPU-1]\n");
+  h.write_config("[hotplug]\nenabled = true\n");
+  REQUIRE_THAT(h.report(),
+               HasFinding("hotplug", "ok", "desired-state file /etc/specshim/hotplug.yaml: 2 entries, valid"));
+  write_file(h.root / "etc/specshim/hotplug.yaml", "containers:\n  - id: c1\n    device: [/dev/nvidia0]\n");
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("hotplug", "warn", "hotplug.yaml: line 3: containers[0]: unknown field \"device\""));
+  REQUIRE_THAT(report,
+               HasFinding("hotplug", "warn", "reconcile changes nothing and the hotplug modifier gives nothing"));
+}
+
 TEST_CASE("doctor: hot-plug cgroup modes") {
   FakeHost h;
   SECTION("v2") {

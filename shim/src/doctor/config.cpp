@@ -21,7 +21,7 @@ std::string describe_rule(const requirements::Rule& r) {
   return "`" + r.name + "` adds " + join(adds, " ");
 }
 
-// read_probed_tables reads [cdi], [kubelet], [device-plugin] and [cpuset]
+// read_probed_tables reads [cdi], [kubelet], [device-plugin], [cpuset] and [hotplug]
 // with their modifiers' readers, for the checks that look where a create
 // would.
 void read_probed_tables(const config::Document& doc, Loaded& loaded) {
@@ -35,6 +35,8 @@ void read_probed_tables(const config::Document& doc, Loaded& loaded) {
   loaded.device_plugin = device_plugin::read_table(device_plugin, loaded.kubelet);
   auto cpuset = root.section("cpuset");
   loaded.cpuset = cpuset::read_table(cpuset, loaded.kubelet);
+  auto hotplug = root.section("hotplug");
+  loaded.hotplug = hotplug::read_config(hotplug);
 }
 
 // kubelet_roots warns when the modifiers that are on and ask the kubelet

@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "settings.h"
-#include "status.h"
 #include "specshim/cpuset.h"
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
+#include "specshim/hotplug.h"
 #include "specshim/requirements.h"
+#include "status.h"
 
 namespace specshim::shim::doctor {
 
@@ -68,6 +69,7 @@ struct Loaded {
   device_plugin::Config device_plugin;               // read whether enabled or not, over [kubelet]
   cpuset::Config cpuset;                             // read whether enabled or not, over [kubelet]
   std::vector<env_devices::Entry> env_devices;       // when the modifier is on
+  hotplug::Config hotplug;                           // read whether enabled or not
   bool on(std::string_view modifier) const;
 };
 
@@ -77,7 +79,7 @@ Check check_cdi(const Host& host, const Loaded& loaded);
 Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
-Check check_hotplug(const Host& host);
+Check check_hotplug(const Host& host, const Loaded& loaded);
 Check check_user_namespaces(const Host& host, const Loaded& loaded);
 // check_containerd reads containerd's config (config_file, then the files
 // it imports, as containerd does) for handlers running this binary and for

@@ -5,6 +5,8 @@
 // for mknod and for entering a mount namespace, and whether systemd owns
 // container cgroups (then DeviceAllow= is set too). Problems are warnings:
 // hot-plug is optional, a node that does not use it is healthy.
+#include "specshim/hotplug.h"
+
 #include "doctor/doctor.h"
 #include "specshim/caps.h"
 #include "specshim/fs.h"
@@ -98,10 +100,30 @@ void check_systemd(const Host& host, Check& c) {
         "daemon-reload would take attached devices away from containers in a .scope");
 }
 
+// check_desired reads the desired-state file as reconcile would. Absent is
+// fine (nothing is wanted); malformed is a warning: reconcile changes nothing
+// and the hotplug modifier gives nothing until it is fixed.
+void check_desired(const Host& host, const Loaded& loaded, Check& c) {
+  const std::string& file = loaded.hotplug.desired;
+  std::string modifier = loaded.on("hotplug") ? "the hotplug modifier gives" : "the hotplug modifier (off) would give";
+  try {
+    auto d = hotplug::read_desired(host.path(file));
+    if (!d) {
+      c.add(Status::info, "desired-state file " + file + ": absent (reconcile has nothing to attach; " + modifier +
+                              " nothing at create)");
+      return;
+    }
+    c.add(Status::ok, "desired-state file " + file + ": " + std::to_string(d->entries.size()) + " entries, valid");
+  } catch (const std::exception& e) {
+    c.add(Status::warn, describe(e) + ": reconcile changes nothing and " + modifier + " nothing until it is fixed");
+  }
+}
+
 }  // namespace
 
-Check check_hotplug(const Host& host) {
+Check check_hotplug(const Host& host, const Loaded& loaded) {
   Check c("hotplug");
+  check_desired(host, loaded, c);
   bool needs_bpf = check_mode(host, c);
   check_bpf(needs_bpf, c);
   check_cap(c, "CAP_MKNOD", "create device nodes in a container");

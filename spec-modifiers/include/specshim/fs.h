@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -46,6 +47,11 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// lock_within takes flock(operation: LOCK_SH or LOCK_EX) on fd, retrying
+// with growing pauses for at most limit. Throws Error "lock `path`: <holder>
+// has held it for N s" when it did not get it.
+void lock_within(int fd, int operation, std::chrono::seconds limit, const std::string& path, const std::string& holder);
 
 // read_regular_file reads a regular file of at most max_bytes. Throws Error
 // for anything else (missing, directory, FIFO, too large) naming the path.

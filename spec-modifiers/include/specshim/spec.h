@@ -9,11 +9,25 @@
 #include <string_view>
 #include <utility>
 
+#include "specshim/error.h"
+
 namespace specshim {
 
 // Json keeps object keys in document order, so unknown fields and their order
 // survive a rewrite.
 using Json = nlohmann::ordered_json;
+
+// json_field reads j[key] as T (for specshim's own JSON files: records,
+// grants). Throws Error "where: missing `key`" or "where: `key`: <cause>".
+template <typename T>
+T json_field(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw Error(where + ": missing `" + key + "`");
+  try {
+    return j.at(key).template get<T>();
+  } catch (const std::exception& e) {
+    throw Error(where + ": `" + key + "`: " + json_cause(e));
+  }
+}
 
 // Spec owns the parsed document plus what is needed to write it back the way
 // it came: the indentation style and the exact text of any number whose
