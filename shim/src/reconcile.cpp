@@ -23,6 +23,7 @@
 #include <set>
 
 #include "attach.h"
+#include "host_device.h"
 #include "pipeline.h"
 #include "runtime.h"
 #include "settings.h"
@@ -30,6 +31,7 @@
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/hotplug.h"
+#include "specshim/modifier.h"
 #include "specshim/nvidia_gpus.h"
 #include "verb_cli.h"
 #include "verbs.h"
@@ -102,7 +104,7 @@ class Reconciler {
       desired = hotplug::read_desired(desired_);
       if (!desired) throw Error("desired-state file " + q(desired_) + ": no such file");
       try {
-        hotplug::check_sharing(*desired, gpu_resolver(*desired));
+        hotplug::check_sharing(*desired, gpu_resolver(*desired), node_key);
       } catch (const std::exception&) {
         std::throw_with_nested(Error(desired_));
       }
@@ -134,7 +136,7 @@ class Reconciler {
       if (!matched.count(&e)) unmatched.insert(desired->where(e) + ": " + e.who());
     for (const auto& u : unmatched)
       if (!unmatched_.count(u))
-        std::cerr << "specshim reconcile: " << u << ": no such container (created or running)\n";
+        std::cerr << "specshim reconcile: " << u << ": no such container (created or running, not a pod sandbox)\n";
     unmatched_ = std::move(unmatched);
     std::cout << std::flush;
     return ok;
@@ -156,8 +158,22 @@ class Reconciler {
     };
   }
 
+  // node_key: two host paths of one node are one device (symlinks followed
+  // as attach follows them); a path that does not resolve keeps its name.
+  static std::string node_key(const std::string& path) {
+    try {
+      HostDevice h = resolve_device(path, "/dev", false);
+      return std::string(1, h.type) + " " + std::to_string(h.major) + ":" + std::to_string(h.minor);
+    } catch (const Error&) {
+      return "";
+    }
+  }
+
   bool reconcile(const live::ContainerState& c, const hotplug::Desired& d, std::set<const hotplug::Entry*>& matched) {
     Spec spec = Spec::parse(fs::read_regular_file(c.bundle / "config.json", kMaxSpecBytes));
+    // A pod sandbox runs no workload: the hotplug modifier gives it nothing
+    // at create, and no entry selects it here either.
+    if (kind_of(spec) == ContainerKind::sandbox) return true;
     device_plugin::Identity identity;
     try {
       identity = device_plugin::identify(spec);

@@ -94,12 +94,29 @@ Entry decode_entry(const Node& n, const std::string& where) {
   return e;
 }
 
-// Wants is one entry's host resources, for the sharing check.
-std::vector<std::string> resources(const Entry& e, const GpuNode& gpu_node) {
-  std::vector<std::string> out;
-  for (const auto& d : e.devices) out.push_back("device " + q(d.host));
-  for (const auto& g : e.gpus) out.push_back(gpu_node ? "device " + q(gpu_node(g)) : "GPU " + q(g));
-  for (const auto& c : e.cdi) out.push_back("CDI device " + q(c));
+// Resource is one host resource an entry wants, for the sharing check: what
+// tells it apart (the node's numbers when node_key knows them) and its name.
+struct Resource {
+  std::string key;
+  std::string name;
+};
+
+std::vector<Resource> resources(const Entry& e, const GpuNode& gpu_node, const NodeKey& node_key) {
+  std::vector<Resource> out;
+  auto device = [&](const std::string& path, const std::string& name) {
+    std::string key = node_key ? node_key(path) : "";
+    out.push_back({key.empty() ? "path " + path : key, name});
+  };
+  for (const auto& d : e.devices) device(d.host, "device " + q(d.host));
+  for (const auto& g : e.gpus) {
+    if (!gpu_node) {
+      out.push_back({"gpu " + g, "GPU " + q(g)});
+      continue;
+    }
+    std::string node = gpu_node(g);
+    device(node, "GPU " + q(g) + " (" + node + ")");
+  }
+  for (const auto& c : e.cdi) out.push_back({"cdi " + c, "CDI device " + q(c)});
   return out;
 }
 
@@ -234,15 +251,17 @@ Desired parse_desired(std::string_view text, const std::string& file) {
   return d;
 }
 
-void check_sharing(const Desired& d, const GpuNode& gpu_node) {
-  std::map<std::string, const Entry*> owner;
+void check_sharing(const Desired& d, const GpuNode& gpu_node, const NodeKey& node_key) {
+  std::map<std::string, std::pair<const Entry*, std::string>> owner;  // key -> entry, its name for it
   for (const auto& e : d.entries)
-    for (const auto& r : resources(e, gpu_node)) {
-      auto [it, fresh] = owner.emplace(r, &e);
-      if (fresh || it->second == &e) continue;
-      if (e.shared && it->second->shared) continue;
-      throw Error("line " + std::to_string(e.line) + ": " + r + " is wanted by " + it->second->who() + " (line " +
-                  std::to_string(it->second->line) + ") and by " + e.who() +
+    for (const auto& r : resources(e, gpu_node, node_key)) {
+      auto [it, fresh] = owner.emplace(r.key, std::pair{&e, r.name});
+      const auto& [first, first_name] = it->second;
+      if (fresh || first == &e) continue;
+      if (e.shared && first->shared) continue;
+      std::string same = first_name == r.name ? "" : " (the same device as " + first_name + ")";
+      throw Error("line " + std::to_string(e.line) + ": " + r.name + same + " is wanted by " + first->who() +
+                  " (line " + std::to_string(first->line) + ") and by " + e.who() +
                   "; add `shared: true` to both entries to let them share it");
     }
 }

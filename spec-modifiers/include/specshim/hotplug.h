@@ -102,10 +102,15 @@ std::optional<Desired> read_desired(const std::filesystem::path& file);
 // the UUID is unknown.
 using GpuNode = std::function<std::string(const std::string& uuid)>;
 
+// NodeKey names the host device a path opens ("c 195:3"), so that two paths
+// to one node count as one device; "" when it does not know.
+using NodeKey = std::function<std::string(const std::string& host_path)>;
+
 // check_sharing throws Error naming both entries when two entries want the
-// same host device (a device's host path, a GPU's node when gpu_node is
-// given, its UUID otherwise, a CDI name) and not both say `shared: true`.
-void check_sharing(const Desired& d, const GpuNode& gpu_node = nullptr);
+// same host device and not both say `shared: true`. A device is its host
+// path, or its numbers when node_key knows them; a GPU is its node when
+// gpu_node is given, its UUID otherwise; a CDI device is its name.
+void check_sharing(const Desired& d, const GpuNode& gpu_node = nullptr, const NodeKey& node_key = nullptr);
 
 // select returns the entry selecting the container, or nullptr. An id entry
 // and a pod entry both selecting it is an error naming both lines.
