@@ -74,11 +74,18 @@ class Hotplug : public Modifier {
     try {
       desired = read_desired(config_.desired);
     } catch (const Error& e) {
-      log::warn("hotplug: {}: {}; the container gets no devices from it", config_.desired, describe(e));
+      log::warn("hotplug: {}; the container gets no devices from it", describe(e));  // it names the file
       return g;
     }
     if (!desired) return g;
-    const Entry* e = select(*desired, ctx.container_id, device_plugin::identify(spec));
+    device_plugin::Identity identity;
+    try {
+      identity = device_plugin::identify(spec);
+    } catch (const Error&) {
+      // A malformed specshim.io/pod selects by id only (device-plugin, when
+      // on, refuses it with its own message).
+    }
+    const Entry* e = select(*desired, ctx.container_id, identity);
     if (!e) return g;
     g.desired = desired->where(*e);
     std::string what = "desired-state file " + g.desired + ": " + e->who();

@@ -34,11 +34,14 @@ std::string q(std::string_view s) {
 
 using cdi::Node;
 
+// text_field reads a name or path as written: a plain YAML scalar is not
+// typed (a namespace `no` or `0123` stays that, not false or 83).
 std::string text_field(const Node& v, const std::string& at) {
-  auto s = cdi::get_string(v, at);
-  if (!s || s->empty()) cdi::fail(v.line, at, "want a non-empty string");
-  if (contains_control(*s)) cdi::fail(v.line, at, "contains control characters");
-  return *s;
+  if (v.type != Node::Type::plain && v.type != Node::Type::string)
+    cdi::fail(v.line, at, "want a non-empty string, got " + cdi::describe(v));
+  if (v.text.empty()) cdi::fail(v.line, at, "want a non-empty string");
+  if (contains_control(v.text)) cdi::fail(v.line, at, "contains control characters");
+  return v.text;
 }
 
 PodSelector decode_pod(const Node& n, const std::string& where) {
@@ -70,19 +73,21 @@ Entry decode_entry(const Node& n, const std::string& where) {
                       e.id = text_field(v, at);
                     } else if (f == "devices") {
                       cdi::for_items(v, at, [&](const Node& item, const std::string& i) {
+                        std::string text = text_field(item, i);
                         try {
-                          e.devices.push_back(parse_device_arg(text_field(item, i)));
+                          e.devices.push_back(parse_device_arg(text));
                         } catch (const Error& err) {
                           cdi::fail(item.line, i, err.what());
                         }
                       });
                     } else if (f == "cdi") {
-                      for (auto& name : strings_field(v, at)) {
+                      cdi::for_items(v, at, [&](const Node& item, const std::string& i) {
+                        std::string name = text_field(item, i);
                         std::string why;
                         if (!cdi::parse_qualified_name(name, &why))
-                          cdi::fail(v.line, at, "CDI name " + q(name) + ": " + why);
+                          cdi::fail(item.line, i, "CDI name " + q(name) + ": " + why);
                         e.cdi.push_back(name);
-                      }
+                      });
                     } else if (f == "gpus") {
                       e.gpus = strings_field(v, at);
                     } else {

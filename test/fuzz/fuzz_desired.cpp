@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzzes the desired-state file of declarative hot-plug (specshim/hotplug.h,
+// read by every create when [hotplug] is on, and by `specshim reconcile`) and
+// the grant file the hotplug modifier leaves in a bundle. A parsed file has
+// entries with a line, either a pod or an id, canonical device arguments and
+// one key per want; parse_desired's own sharing check holds again; an entry
+// is what select returns for its own container; and a grant that parses
+// writes back to the same grant. Only specshim::Error may be thrown.
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "specshim/cdi.h"
+#include "specshim/device_plugin.h"
+#include "specshim/error.h"
+#include "specshim/hotplug.h"
+
+using namespace specshim;
+using namespace specshim::hotplug;
+
+namespace {
+
+// gpu_node maps a UUID to one of four nodes, so different UUIDs may share
+// one, and refuses UUIDs starting with 'x' as unknown.
+std::string gpu_node(const std::string& uuid) {
+  if (!uuid.empty() && uuid[0] == 'x') throw Error("GPU `" + uuid + "` is not on this node");
+  return "/dev/nvidia" + std::to_string(std::hash<std::string>{}(uuid) % 4);
+}
+
+void check_entry(const Desired& d, const Entry& e) {
+  if (e.line <= 0) std::abort();
+  if (e.pod.has_value() == !e.id.empty()) std::abort();  // pod or id, never both, never neither
+  if (e.pod && (e.pod->ns.empty() || e.pod->name.empty() || e.pod->container.empty())) std::abort();
+  if (e.who().empty()) std::abort();
+  if (d.where(e) != d.file + ":" + std::to_string(e.line)) std::abort();
+  auto keys = e.keys();
+  if (keys.size() != e.devices.size() + e.gpus.size() + e.cdi.size()) std::abort();
+  for (std::size_t i = 0; i < e.devices.size(); ++i) {
+    const DeviceArg& a = e.devices[i];
+    // Canonical: the key's argument parses back to the same device.
+    std::string_view key = keys[i];
+    if (key.substr(0, 7) != "device ") std::abort();
+    if (!(parse_device_arg(key.substr(7)) == a)) std::abort();
+    if (canonical_permissions(a.permissions) != a.permissions) std::abort();
+    if (a.host.empty() || a.host[0] != '/' || a.container.empty() || a.container[0] != '/') std::abort();
+  }
+  for (const auto& g : e.gpus)
+    if (g.empty() || contains_control(g)) std::abort();
+  for (const auto& c : e.cdi)
+    if (!cdi::parse_qualified_name(c)) std::abort();
+  // Its own container selects it: duplicates are refused, so it is the only
+  // one (a pod entry's container has no id an id entry could name).
+  if (e.pod) {
+    device_plugin::Identity id;
+    id.cri = true;
+    id.pod = {e.pod->ns, e.pod->name};
+    id.container = e.pod->container;
+    if (select(d, "", id) != &e) std::abort();
+    id.cri = false;  // outside CRI a pod entry selects nothing
+    if (select(d, "", id) != nullptr) std::abort();
+  } else {
+    if (select(d, e.id, device_plugin::Identity{}) != &e) std::abort();
+    if (!e.selects(e.id, device_plugin::Identity{})) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  try {
+    hotplug::Grant g = parse_grant(text, "fuzz.json");
+    std::string written = grant_json(g);
+    if (!(parse_grant(written, "again") == g)) std::abort();
+    if (grant_json(parse_grant(written, "again")) != written) std::abort();
+  } catch (const Error&) {
+  }
+
+  Desired d;
+  try {
+    d = parse_desired(text, "fuzz.yaml");
+  } catch (const Error&) {
+    return 0;
+  }
+  if (d.file != "fuzz.yaml" || d.entries.size() > kMaxEntries) std::abort();
+  for (const auto& e : d.entries) check_entry(d, e);
+  check_sharing(d);  // parse_desired checked it: it must not throw now
+  try {
+    check_sharing(d, gpu_node);
+  } catch (const Error&) {
+  }
+  device_plugin::Identity box;
+  box.cri = true;
+  box.pod = {"dev", "box-7"};
+  box.container = "main";
+  try {
+    if (const Entry* e = select(d, "c0ffee", box); e && !e->selects("c0ffee", box)) std::abort();
+  } catch (const Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: Apache-2.0
+// The desired-state file of declarative hot-plug (specshim/hotplug.h): its
+// YAML and JSON forms, what an entry wants and its keys, who it selects, the
+// sharing rule, every refusal with the file and the line, reading it under
+// its lock file, and the grant file the hotplug modifier leaves in a bundle.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "error_of.h"
+#include "specshim/cdi.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/hotplug.h"
+#include "tempdir.h"
+
+using namespace specshim;
+using namespace specshim::hotplug;
+using Catch::Contains;
+using Catch::StartsWith;
+using test::described_error;
+using test::error_of;
+using test::TempDir;
+
+namespace {
+
+const std::string kFile = "/etc/specshim/hotplug.yaml";
+
+Desired parse(const std::string& text) {
+  return parse_desired(text, kFile);
+}
+
+// failure is the whole message parse_desired throws for text, as
+// `specshim reconcile` and the modifier's warning print it.
+std::string failure(const std::string& text) {
+  return described_error([&] { parse(text); });
+}
+
+device_plugin::Identity cri(const std::string& ns, const std::string& name, const std::string& container) {
+  device_plugin::Identity id;
+  id.cri = true;
+  id.pod = {ns, name};
+  id.container = container;
+  return id;
+}
+
+void check_same_entries(const Desired& a, const Desired& b) {
+  REQUIRE(a.entries.size() == b.entries.size());
+  for (std::size_t i = 0; i < a.entries.size(); ++i) {
+    INFO("entry " << i);
+    const Entry& x = a.entries[i];
+    const Entry& y = b.entries[i];
+    CHECK(x.line == y.line);
+    CHECK(x.pod == y.pod);
+    CHECK(x.id == y.id);
+    CHECK(x.devices == y.devices);
+    CHECK(x.cdi == y.cdi);
+    CHECK(x.gpus == y.gpus);
+    CHECK(x.shared == y.shared);
+  }
+}
+
+// The same two entries, line for line, in YAML and in JSON.
+const std::string kYaml = R"(# dev boxes
+containers:
+  - pod: {namespace: dev, name: box-7, container: main}
+    devices: ["/dev/nvidia3", "/dev/kmsg:/dev/console-log:r", "/dev/fuse::mw", "/dev/dri/card0:/dev/card:wmr"]
+    cdi: ["nvidia.com/gpu=1"]
+    gpus: ["GPU-8f3c5d2e-1111-2222-3333-444455556666"]
+    shared: true
+  - id: 0123abcd
+    devices:
+      - /dev/net/tun
+)";
+
+const std::string kJson = R"({
+"containers": [
+  {"pod": {"namespace": "dev", "name": "box-7", "container": "main"},
+    "devices": ["/dev/nvidia3", "/dev/kmsg:/dev/console-log:r", "/dev/fuse::mw", "/dev/dri/card0:/dev/card:wmr"],
+    "cdi": ["nvidia.com/gpu=1"],
+    "gpus": ["GPU-8f3c5d2e-1111-2222-3333-444455556666"],
+    "shared": true},
+  {"id": "0123abcd",
+    "devices": [
+      "/dev/net/tun"]}
+]}
+)";
+
+}  // namespace
+
+TEST_CASE("hotplug file: pod and id entries, devices read as attach --device reads them") {
+  Desired d = parse(kYaml);
+  CHECK(d.file == kFile);
+  REQUIRE(d.entries.size() == 2);
+  const Entry& box = d.entries[0];
+  CHECK(box.line == 3);
+  REQUIRE(box.pod);
+  CHECK(*box.pod == PodSelector{"dev", "box-7", "main"});
+  CHECK(box.id.empty());
+  CHECK(box.devices == std::vector<DeviceArg>{{"/dev/nvidia3", "/dev/nvidia3", "rwm"},
+                                              {"/dev/kmsg", "/dev/console-log", "r"},
+                                              {"/dev/fuse", "/dev/fuse", "wm"},
+                                              {"/dev/dri/card0", "/dev/card", "rwm"}});
+  CHECK(box.cdi == std::vector<std::string>{"nvidia.com/gpu=1"});
+  CHECK(box.gpus == std::vector<std::string>{"GPU-8f3c5d2e-1111-2222-3333-444455556666"});
+  CHECK(box.shared);
+  CHECK(d.where(box) == kFile + ":3");
+
+  const Entry& byid = d.entries[1];
+  CHECK(byid.line == 8);
+  CHECK_FALSE(byid.pod);
+  CHECK(byid.id == "0123abcd");
+  CHECK(byid.devices == std::vector<DeviceArg>{{"/dev/net/tun", "/dev/net/tun", "rwm"}});
+  CHECK(byid.cdi.empty());
+  CHECK(byid.gpus.empty());
+  CHECK_FALSE(byid.shared);
+}
+
+TEST_CASE("hotplug file: the same file in JSON reads the same, lines included") {
+  Desired y = parse(kYaml);
+  Desired j = parse_desired(kJson, "/etc/specshim/hotplug.json");
+  CHECK(j.file == "/etc/specshim/hotplug.json");
+  check_same_entries(y, j);
+}
+
+TEST_CASE("hotplug file: an empty file, an empty list and a null list want nothing") {
+  CHECK(parse("").entries.empty());
+  CHECK(parse("containers: []\n").entries.empty());
+  CHECK(parse("containers:\n").entries.empty());
+  CHECK(parse("{}").entries.empty());
+  // An entry that wants nothing is still an entry: it selects its container.
+  CHECK(parse("containers:\n  - id: a\n").entries.size() == 1);
+}
+
+TEST_CASE("hotplug file: keys name each want in file order, who names the container") {
+  Desired d = parse(kYaml);
+  CHECK(d.entries[0].keys() ==
+        std::vector<std::string>{"device /dev/nvidia3:/dev/nvidia3:rwm", "device /dev/kmsg:/dev/console-log:r",
+                                 "device /dev/fuse:/dev/fuse:wm", "device /dev/dri/card0:/dev/card:rwm",
+                                 "gpu GPU-8f3c5d2e-1111-2222-3333-444455556666", "cdi nvidia.com/gpu=1"});
+  CHECK(d.entries[1].keys() == std::vector<std::string>{"device /dev/net/tun:/dev/net/tun:rwm"});
+  CHECK(d.entries[0].who() == "pod `dev/box-7` container `main`");
+  CHECK(d.entries[1].who() == "container `0123abcd`");
+  // The same want written differently has one key: defaults filled, permissions in rwm order.
+  Desired again =
+      parse("containers:\n  - id: a\n    devices: [\"/dev/kmsg:/dev/console-log:r\", \"/dev/x:/dev/x:mrw\"]\n");
+  CHECK(again.entries[0].keys() ==
+        std::vector<std::string>{"device /dev/kmsg:/dev/console-log:r", "device /dev/x:/dev/x:rwm"});
+}
+
+TEST_CASE("hotplug file: refusals name the file, the line and the field") {
+  struct Row {
+    std::string text;
+    std::string want;  // the whole message after "FILE: "
+  };
+  std::vector<Row> rows = {
+      {"containers: []\nextra: 1\n", "line 2: unknown field \"extra\""},
+      {"containers:\n  - id: a\n    device: [/dev/x]\n", "line 3: containers[0]: unknown field \"device\""},
+      {"containers:\n  - id: a\n    pod: {namespace: ns, name: p, container: c}\n",
+       "line 2: containers[0]: give `pod` or `id`, not both"},
+      {"containers:\n  - devices: [/dev/x]\n",
+       "line 2: containers[0]: missing `pod` or `id`: which container is this for?"},
+      {"containers:\n  - id: a\n  - pod: {namespace: ns, name: p}\n", "line 3: containers[1].pod: missing `container`"},
+      {"containers:\n  - pod: {name: p, container: c}\n", "line 2: containers[0].pod: missing `namespace`"},
+      {"containers:\n  - pod: {namespace: ns, name: p, container: c, uid: u}\n",
+       "line 2: containers[0].pod: unknown field \"uid\""},
+      {"containers:\n  - pod: dev/box\n", "line 2: containers[0].pod: want {namespace, name, container}"},
+      {"containers:\n  - id: \"\"\n", "line 2: containers[0].id: want a non-empty string"},
+      {"containers:\n  - id:\n", "line 2: containers[0].id: want a non-empty string, got null"},
+      {"containers:\n  - pod: {namespace: ns, name: \"\", container: c}\n",
+       "line 2: containers[0].pod.name: want a non-empty string"},
+      {"containers:\n  - id: \"a\\tb\"\n", "line 2: containers[0].id: contains control characters"},
+      {"containers:\n  - id: a\n    gpus: [\"GPU-1\\u0007\"]\n",
+       "line 3: containers[0].gpus[0]: contains control characters"},
+      {"containers:\n  - id: a\n    devices:\n      - /dev/x\n      - dev/y\n",
+       "line 5: containers[0].devices[1]: --device `dev/y`: host path `dev/y` must be absolute"},
+      {"containers:\n  - id: a\n    devices: [\"/dev/x:/y:rwx\"]\n",
+       "line 3: containers[0].devices[0]: --device `/dev/x:/y:rwx`: permissions `rwx` must be a non-empty subset of "
+       "rwm"},
+      {"containers:\n  - id: a\n    devices: [\"/dev/x:/y:r:w\"]\n",
+       "line 3: containers[0].devices[0]: --device `/dev/x:/y:r:w`: expected HOST[:CONTAINER[:PERMS]], got 4 fields "
+       "(paths with ':' are not supported)"},
+      {"containers:\n  - id: a\n    shared: maybe\n",
+       "line 3: containers[0].shared: want true or false, got string \"maybe\""},
+      {"containers:\n  - id: a\n    devices: /dev/x\n",
+       "line 3: containers[0].devices: want a list, got string \"/dev/x\""},
+      {"containers:\n  - /dev/x\n", "line 2: containers[0]: want an object, got string \"/dev/x\""},
+      {"- id: a\n", "line 1: want an object, got a list"},
+      {"containers:\n  - id: a\n  - id: b\n  - id: a\n", "line 4: container `a` is already listed at line 2"},
+      {"containers:\n  - pod: {namespace: ns, name: p, container: c}\n    devices: [/dev/x]\n"
+       "  - pod: {namespace: ns, name: p, container: c}\n    devices: [/dev/y]\n",
+       "line 4: pod `ns/p` container `c` is already listed at line 2"},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.text);
+    CHECK(failure(row.text) == kFile + ": " + row.want);
+  }
+}
+
+TEST_CASE("hotplug file: a syntax error names the file and the line, in YAML and JSON") {
+  CHECK_THAT(failure("containers:\n  - id: a\n    devices: [/dev/x\n"), StartsWith(kFile + ": line "));
+  CHECK_THAT(failure("containers:\n  - id: a\n  - {id: b\n"), StartsWith(kFile + ": line "));
+  CHECK_THAT(failure("{\"containers\": [\n  {\"id\": \"a\"},\n  {\"id\": }\n]}\n"), StartsWith(kFile + ": line "));
+  CHECK_THAT(failure("containers: []\n---\ncontainers: []\n"), StartsWith(kFile + ": more than one YAML document"));
+  // A key given twice is not "the last one wins".
+  CHECK_THAT(failure("containers:\n  - id: a\n    id: b\n"), StartsWith(kFile + ": line 3: "));
+}
+
+TEST_CASE("hotplug file: an empty device string is refused with one location, not two") {
+  // text_field's error is caught by the device parser's catch and located a
+  // second time: "line 3: containers[0].devices[0]: line 3: containers[0].devices[0]: ...".
+  CHECK(failure("containers:\n  - id: a\n    devices: [\"\"]\n") ==
+        kFile + ": line 3: containers[0].devices[0]: want a non-empty string");
+  CHECK(failure("containers:\n  - id: a\n    devices: [\"/dev/x\\u0001\"]\n") ==
+        kFile + ": line 3: containers[0].devices[0]: contains control characters");
+}
+
+TEST_CASE("hotplug file: names YAML 1.1 would read as booleans or numbers are kept as written, or refused") {
+  // Kubernetes namespaces, pod and container names are DNS labels: `no`,
+  // `y`, `on` and `0123` are all valid ones. Read as YAML 1.1 scalars they
+  // would become "false", "true" and "83", and the entry would silently
+  // select nothing. Either the text as written, or an error saying where.
+  const std::string text =
+      "containers:\n  - pod: {namespace: no, name: \"0123\", container: on}\n"
+      "  - pod: {namespace: y, name: 0123, container: off}\n";
+  try {
+    Desired d = parse(text);
+    REQUIRE(d.entries.size() == 2);
+    CHECK(d.entries[0].pod->ns == "no");
+    CHECK(d.entries[0].pod->name == "0123");
+    CHECK(d.entries[0].pod->container == "on");
+    CHECK(d.entries[1].pod->ns == "y");
+    CHECK(d.entries[1].pod->name == "0123");
+    CHECK(d.entries[1].pod->container == "off");
+  } catch (const Error& e) {
+    CHECK_THAT(describe(e), StartsWith(kFile + ": line 2: containers[0].pod.namespace: "));
+  }
+  // Quoted, they are strings in any case.
+  Desired quoted = parse("containers:\n  - pod: {namespace: \"no\", name: \"0123\", container: \"on\"}\n");
+  CHECK(*quoted.entries[0].pod == PodSelector{"no", "0123", "on"});
+}
+
+TEST_CASE("hotplug file: a bad CDI name is refused naming it, its line and its place in the list") {
+  CHECK(failure("containers:\n  - id: a\n    cdi: [\"nvidia.com/gpu\"]\n") ==
+        kFile + ": line 3: containers[0].cdi[0]: CDI name `nvidia.com/gpu`: " + [] {
+          std::string why;
+          cdi::parse_qualified_name("nvidia.com/gpu", &why);
+          return why;
+        }());
+  CHECK_THAT(failure("containers:\n  - id: a\n    cdi: [\"gpu=0\"]\n"), Contains("CDI name `gpu=0`: "));
+  // In a block list the line is the bad item's, as for devices.
+  CHECK_THAT(failure("containers:\n  - id: a\n    cdi:\n      - nvidia.com/gpu=0\n      - nvidia.com/gpu\n"),
+             StartsWith(kFile + ": line 5: containers[0].cdi[1]: CDI name `nvidia.com/gpu`"));
+  CHECK(parse("containers:\n  - id: a\n    cdi: [vendor.example.com/class=dev-0_1.x:y]\n").entries[0].cdi ==
+        std::vector<std::string>{"vendor.example.com/class=dev-0_1.x:y"});
+}
+
+TEST_CASE("hotplug file: a host device two entries want is refused naming both, unless both are shared") {
+  const std::string two =
+      "containers:\n  - id: a\n    devices: [\"/dev/nvidia3\"]\n  - id: b\n"
+      "    devices: [\"/dev/nvidia3:/dev/gpu:r\"]\n";
+  CHECK(failure(two) == kFile +
+                            ": line 4: device `/dev/nvidia3` is wanted by container `a` (line 2) and by container `b`; "
+                            "add `shared: true` to both entries to let them share it");
+  // One shared entry is not enough, whichever it is.
+  CHECK_THAT(failure("containers:\n  - id: a\n    shared: true\n    devices: [/dev/nvidia3]\n  - id: b\n"
+                     "    devices: [/dev/nvidia3]\n"),
+             Contains("wanted by container `a` (line 2) and by container `b`"));
+  CHECK_THAT(
+      failure("containers:\n  - id: a\n    devices: [/dev/nvidia3]\n  - pod: {namespace: ns, name: p, "
+              "container: c}\n    shared: true\n    devices: [/dev/nvidia3]\n"),
+      Contains("line 4: device `/dev/nvidia3` is wanted by container `a` (line 2) and by pod `ns/p` container `c`"));
+  // Both shared: both keep it.
+  Desired ok = parse(
+      "containers:\n  - id: a\n    shared: true\n    devices: [/dev/nvidia3]\n  - id: b\n"
+      "    shared: true\n    devices: [/dev/nvidia3]\n");
+  CHECK(ok.entries.size() == 2);
+  // GPUs by UUID and CDI names are host devices too.
+  CHECK_THAT(failure("containers:\n  - id: a\n    gpus: [GPU-1]\n  - id: b\n    gpus: [GPU-1]\n"),
+             Contains("line 4: GPU `GPU-1` is wanted by container `a` (line 2) and by container `b`"));
+  CHECK_THAT(failure("containers:\n  - id: a\n    cdi: [x.com/y=0]\n  - id: b\n    cdi: [x.com/y=0]\n"),
+             Contains("line 4: CDI device `x.com/y=0` is wanted by container `a` (line 2)"));
+  // One entry wanting a node at two container paths is not sharing.
+  CHECK(parse("containers:\n  - id: a\n    devices: [/dev/x, \"/dev/x:/dev/y\"]\n").entries.size() == 1);
+  // Different devices are not shared.
+  CHECK(parse("containers:\n  - id: a\n    devices: [/dev/x]\n  - id: b\n    devices: [/dev/y]\n").entries.size() == 2);
+}
+
+TEST_CASE("hotplug file: more than the size limit or the entry limit is refused") {
+  std::string big(kMaxDesiredBytes + 1, '#');
+  CHECK(failure(big) == kFile + ": larger than " + std::to_string(kMaxDesiredBytes) + " bytes");
+  std::string many = "containers:\n";
+  for (std::size_t i = 0; i <= kMaxEntries; ++i) many += "  - id: c" + std::to_string(i) + "\n";
+  CHECK_THAT(failure(many), StartsWith(kFile + ": line 2: containers: more than 4096 entries"));
+}
+
+TEST_CASE("hotplug file: check_sharing sees through GPU UUIDs to their nodes") {
+  Desired d = parse(
+      "containers:\n  - id: a\n    gpus: [GPU-aaaa]\n  - id: b\n    gpus: [GPU-bbbb]\n"
+      "  - id: c\n    devices: [/dev/nvidia1]\n");
+  auto nodes = [](const std::string& uuid) -> std::string {
+    if (uuid == "GPU-aaaa") return "/dev/nvidia0";
+    if (uuid == "GPU-bbbb") return "/dev/nvidia1";
+    throw Error("GPU `" + uuid + "` is not on this node");
+  };
+  // Without the map the UUID and the path are different things.
+  CHECK_NOTHROW(check_sharing(d));
+  // With it, GPU-bbbb is /dev/nvidia1, which entry c also wants.
+  std::string e = error_of<Error>([&] { check_sharing(d, nodes); });
+  CHECK_THAT(e, StartsWith("line 6: device `/dev/nvidia1`"));
+  CHECK_THAT(e, Contains(" is wanted by container `b` (line 4) and by container `c`; add `shared: true` to both "
+                         "entries to let them share it"));
+  // Two different UUIDs of one GPU (as the driver may list a GPU under two names) are one node.
+  Desired two = parse("containers:\n  - id: a\n    gpus: [GPU-aaaa]\n  - id: b\n    gpus: [gpu-AAAA]\n");
+  CHECK_NOTHROW(check_sharing(two));
+  CHECK_THAT(
+      error_of<Error>([&] { check_sharing(two, [](const std::string&) -> std::string { return "/dev/nvidia0"; }); }),
+      Contains("/dev/nvidia0"));
+  CHECK_THAT(
+      error_of<Error>([&] { check_sharing(two, [](const std::string&) -> std::string { return "/dev/nvidia0"; }); }),
+      StartsWith("line 4: ") && Contains(" is wanted by container `a` (line 2) and by container `b`"));
+  // Different UUIDs on different nodes are fine; an unknown UUID is the map's error.
+  CHECK_NOTHROW(
+      check_sharing(parse("containers:\n  - id: a\n    gpus: [GPU-aaaa]\n  - id: b\n    gpus: [GPU-bbbb]\n"), nodes));
+  CHECK_THAT(error_of<Error>([&] { check_sharing(parse("containers:\n  - id: a\n    gpus: [GPU-cccc]\n"), nodes); }),
+             Contains("GPU `GPU-cccc` is not on this node"));
+  // Both shared: allowed through the map too.
+  Desired shared = parse(
+      "containers:\n  - id: a\n    shared: true\n    gpus: [GPU-aaaa]\n  - id: b\n    shared: true\n"
+      "    devices: [/dev/nvidia0]\n");
+  CHECK_NOTHROW(check_sharing(shared, nodes));
+}
+
+TEST_CASE("hotplug file: select picks the one entry for a container") {
+  Desired d = parse(
+      "containers:\n"
+      "  - pod: {namespace: dev, name: box-7, container: main}\n"
+      "  - id: cafe\n"
+      "  - pod: {namespace: dev, name: box-7, container: side}\n");
+  const Entry* e = select(d, "x1", cri("dev", "box-7", "main"));
+  REQUIRE(e);
+  CHECK(e->line == 2);
+  e = select(d, "x2", cri("dev", "box-7", "side"));
+  REQUIRE(e);
+  CHECK(e->line == 4);
+  CHECK(select(d, "x3", cri("dev", "box-8", "main")) == nullptr);
+  CHECK(select(d, "x3", cri("prod", "box-7", "main")) == nullptr);
+  CHECK(select(d, "x3", cri("dev", "box-7", "other")) == nullptr);
+
+  // A pod entry selects only containers created through CRI: the same names
+  // from a specshim.io/pod annotation outside CRI select nothing.
+  device_plugin::Identity outside = cri("dev", "box-7", "main");
+  outside.cri = false;
+  CHECK(select(d, "x1", outside) == nullptr);
+  // An id entry selects by id, CRI or not.
+  e = select(d, "cafe", device_plugin::Identity{});
+  REQUIRE(e);
+  CHECK(e->line == 3);
+  e = select(d, "cafe", cri("other", "pod", "c"));
+  REQUIRE(e);
+  CHECK(e->line == 3);
+  CHECK(select(d, "caf", device_plugin::Identity{}) == nullptr);
+  CHECK(select(Desired{kFile, {}}, "cafe", device_plugin::Identity{}) == nullptr);
+}
+
+TEST_CASE("hotplug file: two entries selecting one container is an error naming both lines") {
+  Desired d = parse(
+      "containers:\n"
+      "  - pod: {namespace: dev, name: box-7, container: main}\n"
+      "    devices: [/dev/x]\n"
+      "  - id: cafe\n"
+      "    devices: [/dev/y]\n");
+  CHECK(error_of<Error>([&] { select(d, "cafe", cri("dev", "box-7", "main")); }) ==
+        kFile +
+            ":4: container `cafe` and pod `dev/box-7` container `main` (line 2) select the same container; list its "
+            "devices in one entry");
+  // Each alone is fine.
+  CHECK(select(d, "cafe", cri("dev", "box-7", "other"))->line == 4);
+  CHECK(select(d, "beef", cri("dev", "box-7", "main"))->line == 2);
+}
+
+TEST_CASE("hotplug config: defaults, and paths must be absolute") {
+  auto read = [](const std::string& text) {
+    auto doc = config::Document::parse(text, "c.toml");
+    auto root = doc.root();
+    auto s = root.section("hotplug");
+    Config c = read_config(s);
+    s.finish();
+    return c;
+  };
+  Config c = read("");
+  CHECK_FALSE(c.enabled);
+  CHECK(c.desired == "/etc/specshim/hotplug.yaml");
+  CHECK(c.proc == "/proc");
+  c = read("[hotplug]\nenabled = true\ndesired = \"/srv/want.json\"\nproc = \"/fake/proc\"\n");
+  CHECK(c.enabled);
+  CHECK(c.desired == "/srv/want.json");
+  CHECK(c.proc == "/fake/proc");
+  CHECK_THAT(described_error([&] { read("[hotplug]\ndesired = \"want.yaml\"\n"); }),
+             Contains("`hotplug.desired`: must be an absolute path"));
+  CHECK_THAT(described_error([&] { read("[hotplug]\nproc = \"\"\n"); }),
+             Contains("`hotplug.proc`: must be an absolute path"));
+  CHECK_THAT(described_error([&] { read("[hotplug]\nenable = true\n"); }), Contains("unknown key `hotplug.enable`"));
+}
+
+// ---- read_desired ----
+
+namespace {
+
+// fds_open_on counts this process's descriptors open on path.
+int fds_open_on(const std::filesystem::path& path) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code lec;
+    auto target = std::filesystem::read_symlink(fd.path(), lec);
+    if (!lec && target == path) ++n;
+  }
+  return n;
+}
+
+struct Flock {
+  fs::Fd fd;
+  Flock(const std::filesystem::path& path, int how) : fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    REQUIRE(fd);
+    REQUIRE(::flock(fd.get(), how) == 0);
+  }
+  void release() { REQUIRE(::flock(fd.get(), LOCK_UN) == 0); }
+};
+
+}  // namespace
+
+TEST_CASE("hotplug file: read_desired of a missing file is nothing, with or without a lock file") {
+  TempDir tmp;
+  CHECK_FALSE(read_desired(tmp / "hotplug.yaml"));
+  test::write_file(tmp / "hotplug.yaml.lock", "");
+  CHECK_FALSE(read_desired(tmp / "hotplug.yaml"));
+}
+
+TEST_CASE("hotplug file: read_desired reads and parses, naming the file in errors") {
+  TempDir tmp;
+  auto file = tmp / "hotplug.yaml";
+  test::write_file(file, "containers:\n  - id: a\n    devices: [/dev/x]\n");
+  auto d = read_desired(file);
+  REQUIRE(d);
+  CHECK(d->file == file.string());
+  REQUIRE(d->entries.size() == 1);
+  CHECK(d->where(d->entries[0]) == file.string() + ":2");
+  test::write_file(file, "containers:\n  - id: a\n    bogus: 1\n");
+  CHECK(described_error([&] { read_desired(file); }) ==
+        file.string() + ": line 3: containers[0]: unknown field \"bogus\"");
+  // A directory is not a desired-state file.
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  CHECK_THROWS_AS(read_desired(file), Error);
+}
+
+TEST_CASE("hotplug file: a shared lock (another reader) does not hold read_desired up") {
+  TempDir tmp;
+  auto file = tmp / "hotplug.yaml";
+  test::write_file(file, "containers:\n  - id: a\n");
+  Flock reader(tmp / "hotplug.yaml.lock", LOCK_SH);
+  auto d = read_desired(file);
+  REQUIRE(d);
+  CHECK(d->entries.size() == 1);
+}
+
+TEST_CASE("hotplug file: read_desired waits while a writer holds FILE.lock, then reads what it wrote") {
+  TempDir tmp;
+  auto file = tmp / "hotplug.yaml";
+  auto lock_path = tmp / "hotplug.yaml.lock";
+  test::write_file(file, "containers:\n  - id: old\n");
+  Flock writer(lock_path, LOCK_EX);  // an open file description of its own
+  REQUIRE(fds_open_on(lock_path) == 1);
+
+  auto reading = std::async(std::launch::async, [&] { return read_desired(file); });
+  // The reader has opened the lock file: from here on it cannot return
+  // before the lock is released (or its 10 s are up).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (fds_open_on(lock_path) < 2 && reading.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::yield();
+  }
+  CHECK(reading.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  // The writer replaces the file under its lock; the reader sees the new one.
+  test::write_file(file, "containers:\n  - id: new\n");
+  CHECK(reading.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  writer.release();
+  auto d = reading.get();
+  REQUIRE(d);
+  REQUIRE(d->entries.size() == 1);
+  CHECK(d->entries[0].id == "new");
+}
+
+TEST_CASE("hotplug file: a lock file that is a symlink is refused") {
+  TempDir tmp;
+  auto file = tmp / "hotplug.yaml";
+  test::write_file(file, "containers: []\n");
+  test::write_file(tmp / "elsewhere", "");
+  std::filesystem::create_symlink(tmp / "elsewhere", tmp / "hotplug.yaml.lock");
+  CHECK_THAT(error_of<Error>([&] { read_desired(file); }), Contains("open lock file `" + file.string() + ".lock`"));
+}
+
+// ---- the grant file ----
+
+namespace {
+
+hotplug::Grant sample_grant() {
+  hotplug::Grant g;
+  g.container = "0123abcd";
+  g.desired = "/etc/specshim/hotplug.yaml:3";
+  g.devices.push_back(
+      {"device /dev/kmsg:/dev/console-log:r", "/dev/console-log", "/dev/kmsg", 'c', 1, 11, "r", 0620, 0, 5});
+  g.devices.push_back({"gpu GPU-aaaa", "/dev/nvidia0", "/dev/nvidia0", 'c', 195, 0, "rwm", 0666, 0, 0});
+  g.devices.push_back({"device /dev/sdb:/dev/disk:rw", "/dev/disk", "/dev/sdb", 'b', 8, 16, "rw", 0660, 0, 6});
+  g.rules.push_back({true, 'c', 1, 11, "r"});
+  g.rules.push_back({true, 'c', 195, 0, "rwm"});
+  g.rules.push_back({true, 'b', 8, 16, "rw"});
+  g.cdi = {"nvidia.com/gpu=1", "vendor.com/x=y"};
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("hotplug grant: round trip, and the fields are as documented") {
+  hotplug::Grant g = sample_grant();
+  std::string text = grant_json(g);
+  CHECK(text.back() == '\n');
+  CHECK(parse_grant(text, "f") == g);
+  CHECK(grant_json(parse_grant(text, "f")) == text);
+  auto j = Json::parse(text);
+  CHECK(j["container"] == "0123abcd");
+  CHECK(j["desired"] == "/etc/specshim/hotplug.yaml:3");
+  const Json& d = j["devices"][0];
+  CHECK(d == Json::parse(R"({"key": "device /dev/kmsg:/dev/console-log:r", "path": "/dev/console-log",
+                             "hostPath": "/dev/kmsg", "type": "c", "major": 1, "minor": 11, "permissions": "r",
+                             "fileMode": 400, "uid": 0, "gid": 5})"));
+  CHECK(j["devices"][2]["type"] == "b");
+  CHECK(j["rules"][0] == Json::parse(R"({"allow": true, "type": "c", "major": 1, "minor": 11, "access": "r"})"));
+  CHECK(j["cdi"] == Json::array({"nvidia.com/gpu=1", "vendor.com/x=y"}));
+  hotplug::Grant empty{"x", "f:1", {}, {}, {}};
+  CHECK(parse_grant(grant_json(empty), "f") == empty);
+}
+
+TEST_CASE("hotplug grant: rules round trip, wildcards as null and type a") {
+  std::vector<DeviceRule> rules = {
+      {false, 'a', std::nullopt, std::nullopt, "rwm"},
+      {true, 'c', std::nullopt, std::nullopt, "m"},
+      {true, 'b', 8, std::nullopt, "rw"},
+      {true, 'c', std::nullopt, 3, "r"},
+      {false, 'c', 4294967295, 0, "w"},
+  };
+  for (const auto& r : rules) {
+    Json j = rule_json(r);
+    CAPTURE(j.dump());
+    CHECK(rule_from_json(j, "rules[0]") == r);
+  }
+  CHECK(rule_json(rules[0]) == Json::parse(R"({"allow": false, "type": "a", "major": null, "minor": null,
+                                               "access": "rwm"})"));
+  // As OCI writes them: an absent major or minor is the wildcard too, access in any order.
+  CHECK(rule_from_json(Json::parse(R"({"allow": true, "type": "c", "access": "mr"})"), "w") ==
+        DeviceRule{true, 'c', std::nullopt, std::nullopt, "rm"});
+}
+
+TEST_CASE("hotplug grant: what is refused names the file and the field") {
+  const std::string file = "/b/specshim-hotplug.json";
+  Json good = Json::parse(grant_json(sample_grant()));
+  auto refused = [&](const Json& j) { return error_of<Error>([&] { parse_grant(j.dump(), file); }); };
+  const std::string where = "grant `" + file + "`";
+
+  CHECK_THAT(error_of<Error>([&] { parse_grant("{", file); }), StartsWith("parse `" + file + "`: "));
+  CHECK(refused(Json::array()) == where + ": not a JSON object");
+  Json j = good;
+  j.erase("container");
+  CHECK(refused(j) == where + ": missing `container`");
+  j = good;
+  j["desired"] = 3;
+  CHECK_THAT(refused(j), StartsWith(where + ": `desired`: "));
+  j = good;
+  j["devices"] = Json::object();
+  CHECK(refused(j) == where + ": `devices` is not an array");
+  j = good;
+  j.erase("rules");
+  CHECK(refused(j) == where + ": `rules` is not an array");
+  j = good;
+  j["devices"][1] = 7;
+  CHECK(refused(j) == where + ": devices[1]: not an object");
+  j = good;
+  j["devices"][1].erase("hostPath");
+  CHECK(refused(j) == where + ": devices[1]: missing `hostPath`");
+  j = good;
+  j["devices"][0]["type"] = "a";  // a node is c or b
+  CHECK(refused(j) == where + ": devices[0]: type `a` is unknown");
+  j = good;
+  j["devices"][0]["permissions"] = "rr";
+  CHECK(refused(j) == where + ": devices[0]: `permissions` must be a non-empty subset of rwm");
+  j = good;
+  j["devices"][2]["gid"] = -1;
+  CHECK(refused(j) == where + ": devices[2]: `gid`: out of range");
+  j = good;
+  j["devices"][2]["fileMode"] = 4294967296LL;
+  CHECK(refused(j) == where + ": devices[2]: `fileMode`: out of range");
+  j = good;
+  j["devices"][2]["major"] = "8";
+  CHECK_THAT(refused(j), StartsWith(where + ": devices[2]: `major`: "));
+  j = good;
+  j["rules"][1]["type"] = "x";
+  CHECK(refused(j) == where + ": rules[1]: type `x` is unknown");
+  j = good;
+  j["rules"][2].erase("allow");
+  CHECK(refused(j) == where + ": rules[2]: missing `allow`");
+  j = good;
+  j["rules"][0]["access"] = "";
+  CHECK(refused(j) == where + ": rules[0]: `access` must be a non-empty subset of rwm");
+  j = good;
+  j["rules"][0]["major"] = "1";
+  CHECK_THAT(refused(j), StartsWith(where + ": rules[0]: `major`: "));
+  j = good;
+  j["rules"][0] = "c 1:11 r";
+  CHECK(refused(j) == where + ": rules[0]: not an object");
+  j = good;
+  j["cdi"] = Json::array({1});
+  CHECK_THAT(refused(j), StartsWith(where + ": `cdi`: "));
+  j = good;
+  j.erase("cdi");
+  CHECK(refused(j) == where + ": missing `cdi`");
+}
+
+TEST_CASE("hotplug grant: read_grant is nothing without the file, and names it when it is bad") {
+  TempDir bundle;
+  CHECK_FALSE(read_grant(bundle.path()));
+  test::write_file(bundle / kGrantFile, grant_json(sample_grant()));
+  auto g = read_grant(bundle.path());
+  REQUIRE(g);
+  CHECK(*g == sample_grant());
+  test::write_file(bundle / kGrantFile, "[]");
+  CHECK_THAT(error_of<Error>([&] { read_grant(bundle.path()); }),
+             Contains("grant `" + (bundle / kGrantFile).string() + "`: not a JSON object"));
+}
