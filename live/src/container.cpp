@@ -54,7 +54,16 @@ pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
   args.push_back(nullptr);
   pid_t pid = -1;
   bool path = argv[0].find('/') != std::string::npos;  // else looked up in PATH (systemctl)
-  int rc = (path ? ::posix_spawn : ::posix_spawnp)(&pid, args[0], &actions, nullptr, args.data(), environ);
+  // The child starts with no signal blocked, whatever this process blocks
+  // (reconcile --watch blocks SIGTERM to read it from a signalfd).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  int rc = (path ? ::posix_spawn : ::posix_spawnp)(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw_errno("run " + q(argv[0]), rc);
   return pid;

@@ -82,6 +82,10 @@ struct Record {
   // "create" while they are held), and the CDI names it had injected.
   std::vector<DeviceRule> create_rules;
   std::vector<std::string> create_cdi;
+  // The desired-state wants (hotplug::Entry::keys) reconcile holds: given
+  // at create or attached since. A want that needed no node or mount (a CDI
+  // device of env edits only) is held here alone.
+  std::vector<std::string> reconciled;
   bool operator==(const Record&) const = default;
 };
 

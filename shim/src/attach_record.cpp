@@ -75,6 +75,7 @@ std::string record_json(const Record& r) {
     doc["createRules"] = rules;
   }
   if (!r.create_cdi.empty()) doc["createCdi"] = array_of(r.create_cdi);
+  if (!r.reconciled.empty()) doc["reconciled"] = array_of(r.reconciled);
   return doc.dump(2) + "\n";
 }
 
@@ -150,6 +151,7 @@ Record parse_record(std::string_view text, const std::string& file) {
   for (const auto& j : list("createRules"))
     r.create_rules.push_back(hotplug::rule_from_json(j, where + ": createRules[" + std::to_string(i++) + "]"));
   r.create_cdi = strings(doc, "createCdi", where);
+  r.reconciled = strings(doc, "reconciled", where);
   for (const auto& d : r.dirs)
     if (d.empty() || d[0] != '/') throw Error(where + ": dirs: " + q(d) + " is not an absolute path");
   return r;
@@ -170,7 +172,7 @@ std::optional<Record> read_record(const std::filesystem::path& bundle, const std
 
 Record current_record(const std::filesystem::path& bundle, const std::string& id) {
   if (auto r = read_record(bundle, id)) return *r;
-  Record r{id, {}, {}, {}, {}, {}, {}};
+  Record r{id, {}, {}, {}, {}, {}, {}, {}};
   auto grant = hotplug::read_grant(bundle);
   if (!grant) return r;
   if (grant->container != id)
@@ -188,6 +190,8 @@ Record current_record(const std::filesystem::path& bundle, const std::string& id
   }
   r.create_rules = grant->rules;
   r.create_cdi = grant->cdi;
+  for (const auto& g : grant->devices) r.reconciled.push_back(g.key);
+  for (const auto& c : grant->cdi) r.reconciled.push_back("cdi " + c);
   return r;
 }
 

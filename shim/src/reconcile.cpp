@@ -58,11 +58,7 @@ struct Options {
 // recorded_keys are the wants reconcile (or the hotplug modifier at create)
 // gave the container, as the record holds them.
 std::set<std::string> recorded_keys(const Record& r) {
-  std::set<std::string> keys;
-  for (const auto& d : r.devices) keys.insert(d.reconcile.begin(), d.reconcile.end());
-  for (const auto& m : r.mounts) keys.insert(m.reconcile.begin(), m.reconcile.end());
-  for (const auto& c : r.create_cdi) keys.insert("cdi " + c);
-  return keys;
+  return {r.reconciled.begin(), r.reconciled.end()};
 }
 
 // owned marks what w holds as reconcile's, for key.
@@ -150,7 +146,11 @@ class Reconciler {
     gpus_.reset();
     bool any = std::any_of(d.entries.begin(), d.entries.end(), [](const auto& e) { return !e.gpus.empty(); });
     if (!any) return nullptr;
-    gpus_ = nvidia::read_gpus(proc_);
+    try {
+      gpus_ = nvidia::read_gpus(proc_);
+    } catch (const Error&) {
+      gpus_.emplace();  // the containers that want a GPU fail, naming the driver's list
+    }
     return [this](const std::string& uuid) {
       for (const auto& g : *gpus_)
         if (strcasecmp(g.uuid.c_str(), uuid.c_str()) == 0) return g.node();
@@ -198,13 +198,13 @@ class Reconciler {
         if (!want.count(k)) dropped.push_back(k);
       for (const auto& k : wanted)
         if (!had.count(k)) added.push_back(k);
+      std::vector<std::string> stays;  // CDI devices given at create, no longer wanted
       for (const auto& k : dropped) {
         for (auto& dev : after.devices) std::erase(dev.reconcile, k);
         for (auto& m : after.mounts) std::erase(m.reconcile, k);
-        if (k.rfind("cdi ", 0) == 0 && std::erase(after.create_cdi, k.substr(4)))
-          std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
-                    << "container is created again\n";
+        if (k.rfind("cdi ", 0) == 0 && std::erase(after.create_cdi, k.substr(4))) stays.push_back(k);
       }
+      after.reconciled = wanted;
       std::erase_if(after.devices, [](const RecordedDevice& dev) { return !dev.held(); });
       std::erase_if(after.mounts, [](const RecordedMount& m) { return !m.held(); });
       Wanted w;
@@ -226,6 +226,9 @@ class Reconciler {
         w.mounts.insert(w.mounts.end(), one.mounts.begin(), one.mounts.end());
       }
       Change ch = transition(t, before, plan(after, w).record);
+      for (const auto& k : stays)
+        std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
+                  << "container is created again\n";
       auto by = [](const std::vector<std::string>& refs) { return join(refs, ", "); };
       for (const auto& dev : ch.removed) std::cout << who << ": detached " << dev.path << " (" << numbers(dev) << ")\n";
       for (const auto& m : ch.unmounted) std::cout << who << ": detached " << m.path << " (bind mount)\n";

@@ -28,12 +28,15 @@ std::string q(std::string_view s) {
 
 class Hotplug : public Modifier {
  public:
-  explicit Hotplug(Config c) : config_(std::move(c)) {}
+  Hotplug(Config c, std::shared_ptr<bool> cdi_on) : config_(std::move(c)), cdi_on_(std::move(cdi_on)) {}
   std::string_view name() const override { return "hotplug"; }
 
   void apply(Spec& spec, Context& ctx) override {
     if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
-    if (!decided_) decided_ = decide(spec, ctx);
+    if (!decided_) {
+      decided_ = decide(spec, ctx);
+      drop_spec_own(spec, *decided_);
+    }
     Grant& g = *decided_;
     if (g.devices.empty() && g.cdi.empty()) return;
     std::vector<DeviceRule> rules = read_device_rules(spec);
@@ -101,9 +104,26 @@ class Hotplug : public Modifier {
     } catch (const std::exception&) {
       std::throw_with_nested(Error(what));
     }
-    g.cdi = e->cdi;
+    if (!e->cdi.empty() && !*cdi_on_)
+      log::warn("hotplug: {}: the cdi modifier is off, so its CDI devices are not given at create", what);
+    else
+      g.cdi = e->cdi;
     log::debug("hotplug: {}: {} device(s), {} CDI device(s)", what, g.devices.size(), g.cdi.size());
     return g;
+  }
+
+  // drop_spec_own leaves out the devices the spec already has at their path
+  // (a device plugin's or CDI's): they are the spec's own, so reconcile must
+  // never take them back; it records the want as held by a node already there.
+  static void drop_spec_own(const Spec& spec, Grant& g) {
+    const Json* list = spec.find({"linux", "devices"});
+    if (!list || !list->is_array()) return;
+    std::erase_if(g.devices, [&](const GrantedDevice& d) {
+      return std::any_of(list->begin(), list->end(), [&](const Json& e) {
+        return e.is_object() && e.value("path", "") == d.path && e.value("type", "") == std::string(1, d.type) &&
+               e.value("major", -1) == d.major && e.value("minor", -1) == d.minor;
+      });
+    });
   }
 
   // add_node puts d in linux.devices unless that path already is that device.
@@ -128,6 +148,7 @@ class Hotplug : public Modifier {
   }
 
   Config config_;
+  std::shared_ptr<bool> cdi_on_;
   std::optional<Grant> decided_;
 };
 
@@ -136,10 +157,10 @@ class Hotplug : public Modifier {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_hotplug(config::Section& section) {
+std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared) {
   hotplug::Config c = hotplug::read_config(section);
   if (!c.enabled) return nullptr;
-  return std::make_unique<hotplug::Hotplug>(std::move(c));
+  return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
 }
 
 }  // namespace specshim

@@ -238,6 +238,11 @@ Desired parse_desired(std::string_view text, const std::string& file) {
   try {
     if (text.size() > kMaxDesiredBytes) throw Error("larger than " + std::to_string(kMaxDesiredBytes) + " bytes");
     Node root = cdi::read_document(text);
+    // An empty file is refused: a writer that truncates before it writes
+    // (without the lock) must not make reconcile detach everything.
+    bool listed = std::find(root.keys.begin(), root.keys.end(), "containers") != root.keys.end();
+    if (root.type == Node::Type::null || (root.type == Node::Type::mapping && !listed))
+      cdi::fail(root.line ? root.line : 1, "", "no `containers:` (write `containers: []` to want nothing)");
     cdi::for_fields(root, "", {"containers"}, [&](std::string_view, const Node& v, const std::string& at) {
       if (v.items.size() > kMaxEntries) cdi::fail(v.line, at, "more than " + std::to_string(kMaxEntries) + " entries");
       cdi::for_objects(v, at, [&](const Node& n, const std::string& i) { d.entries.push_back(decode_entry(n, i)); });

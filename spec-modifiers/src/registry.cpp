@@ -29,7 +29,7 @@ const std::vector<ModifierEntry>& registry() {
       {"device-plugin", make_device_plugin},
       {"cpuset", make_cpuset},
       {"env-devices", make_env_devices},
-      {"hotplug", alone<make_hotplug>},
+      {"hotplug", make_hotplug},
       {"cdi", alone<make_cdi>},
       {"requirements", alone<make_requirements>},
       {"devices-cgroup", alone<make_devices_cgroup>},
@@ -75,6 +75,7 @@ Chain build_chain(config::Section& root) {
     section.finish();
     if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));
   }
+  *shared.cdi_on = std::any_of(modifiers.begin(), modifiers.end(), [](auto& m) { return m->name() == "cdi"; });
   std::stable_sort(modifiers.begin(), modifiers.end(), [&](auto& a, auto& b) {
     return std::find(order.begin(), order.end(), a->name()) < std::find(order.begin(), order.end(), b->name());
   });

@@ -123,7 +123,7 @@ TEST_CASE("attach record: round trip, and the fields and version are as document
 }
 
 TEST_CASE("attach record: an empty record, and missing optional lists") {
-  Record empty{"x", {}, {}, {}, {}, {}, {}};
+  Record empty{"x", {}, {}, {}, {}, {}, {}, {}};
   CHECK(parse_record(record_json(empty), "f") == empty);
   CHECK(parse_record(R"({"version": 1, "container": "x"})", "f") == empty);
 }

@@ -132,11 +132,14 @@ TEST_CASE("hotplug file: the same file in JSON reads the same, lines included") 
   check_same_entries(y, j);
 }
 
-TEST_CASE("hotplug file: an empty file, an empty list and a null list want nothing") {
-  CHECK(parse("").entries.empty());
+TEST_CASE("hotplug file: an empty list and a null list want nothing, an empty file is refused") {
   CHECK(parse("containers: []\n").entries.empty());
   CHECK(parse("containers:\n").entries.empty());
-  CHECK(parse("{}").entries.empty());
+  // A writer that truncates before it writes must not read as "want nothing".
+  for (const char* empty : {"", "\n", "{}"}) {
+    INFO(empty);
+    CHECK(failure(empty) == kFile + ": line 1: no `containers:` (write `containers: []` to want nothing)");
+  }
   // An entry that wants nothing is still an entry: it selects its container.
   CHECK(parse("containers:\n  - id: a\n").entries.size() == 1);
 }

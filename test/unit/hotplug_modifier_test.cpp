@@ -203,7 +203,7 @@ TEST_CASE("hotplug modifier: a rule the spec already has is not appended, nor re
   CHECK(g.rules.empty());
 }
 
-TEST_CASE("hotplug modifier: the node already in the spec at its path is kept, another device there fails") {
+TEST_CASE("hotplug modifier: the node already in the spec at its path is the spec's own, another device there fails") {
   Setup s;
   s.want("containers:\n  - id: c0ffee\n    devices: [\"@NODE@:/dev/accel0\"]\n");
   Spec same = Spec::parse(kSpec);
@@ -212,7 +212,10 @@ TEST_CASE("hotplug modifier: the node already in the spec at its path is kept, a
   Context ctx = context();
   build(s.config()).run(same, ctx);
   CHECK(at(same, "/linux/devices").size() == 1);
-  CHECK(at(same, "/linux/resources/devices").size() == 2);
+  // Not given by hotplug: no rule of its own, and the grant does not claim
+  // it (reconcile must never take the spec's own device back).
+  CHECK(at(same, "/linux/resources/devices").size() == 1);
+  CHECK_FALSE(ctx.bundle_files.count("specshim-hotplug.json"));
 
   Spec other = Spec::parse(kSpec);
   other.array_at({"linux", "devices"})
@@ -376,9 +379,11 @@ TEST_CASE("hotplug modifier: CDI names become a request from hotplug that cdi re
       "containers:\n  - pod: {namespace: dev, name: box-7, container: main}\n"
       "    cdi: [example.com/accel=0, example.com/accel=1, other.org/nic=a]\n");
   SECTION("the request, in memory") {
+    // cdi is in the chain, but only hotplug runs: what it hands over is seen.
+    Chain chain = build(s.config("\"hotplug\", \"cdi\"", "[cdi]\ncache-dir = \"\"\n"));
     Spec spec = Spec::parse(kSpec);
     Context ctx = context();
-    build(s.config()).run(spec, ctx);
+    chain.modifiers()[0]->apply(spec, ctx);
     REQUIRE(ctx.device_requests.size() == 2);
     const DeviceRequest& r = ctx.device_requests[0];
     CHECK(r.from == "hotplug");
@@ -395,9 +400,15 @@ TEST_CASE("hotplug modifier: CDI names become a request from hotplug that cdi re
     CHECK(g.cdi == std::vector<std::string>{"example.com/accel=0", "example.com/accel=1", "other.org/nic=a"});
     CHECK(g.devices.empty());
     // Another pass replaces the request, it does not add a second one.
-    Chain one = build(s.config());
-    one.modifiers()[0]->apply(spec, ctx);
+    chain.modifiers()[0]->apply(spec, ctx);
     CHECK(ctx.device_requests.size() == 2);
+  }
+  SECTION("with the cdi modifier off, no request, and the grant claims none") {
+    Spec spec = Spec::parse(kSpec);
+    Context ctx = context();
+    build(s.config()).run(spec, ctx);
+    CHECK(ctx.device_requests.empty());
+    CHECK_FALSE(ctx.bundle_files.count(hotplug::kGrantFile));
   }
   SECTION("resolved by the cdi modifier") {
     write_file(s.host.tmp / "cdi/accel.yaml",

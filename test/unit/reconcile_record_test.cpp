@@ -60,6 +60,8 @@ Record with_reconcile() {
   r.mounts.push_back({"/opt/accel", "/opt/accel", {"ro", "bind"}, "made", true, {}, {"cdi example.com/accel=0"}});
   r.create_rules = {{true, 'c', 1, 11, "rw"}, {true, 'c', std::nullopt, std::nullopt, "m"}};
   r.create_cdi = {"example.com/accel=0", "other.org/nic=a"};
+  r.reconciled = {"gpu GPU-aaaa", "device /dev/nvidia250:/dev/nvidia250:rwm", "cdi example.com/accel=0",
+                  "cdi other.org/nic=a"};
   return r;
 }
 
@@ -92,7 +94,7 @@ TEST_CASE("reconcile record: round trip with reconcile keys, node create, create
                                             {"allow": true, "type": "c", "major": null, "minor": null, "access": "m"}])"));
   CHECK(j["createCdi"] == Json::array({"example.com/accel=0", "other.org/nic=a"}));
 
-  Record plain{"x", {device("/dev/a", "/dev/a", 1)}, {}, {}, {}, {}, {}};
+  Record plain{"x", {device("/dev/a", "/dev/a", 1)}, {}, {}, {}, {}, {}, {}};
   auto p = Json::parse(record_json(plain));
   CHECK_FALSE(p.contains("createRules"));
   CHECK_FALSE(p.contains("createCdi"));
@@ -154,7 +156,7 @@ TEST_CASE("reconcile record: bad new fields are refused naming the field") {
 
 TEST_CASE("reconcile record: current_record is the record, else the grant's, else empty") {
   TempDir bundle;
-  Record empty{"c0ffee", {}, {}, {}, {}, {}, {}};
+  Record empty{"c0ffee", {}, {}, {}, {}, {}, {}, {}};
   CHECK(current_record(bundle.path(), "c0ffee") == empty);
 
   write_file(bundle / hotplug::kGrantFile, hotplug::grant_json(grant()));
@@ -184,6 +186,9 @@ TEST_CASE("reconcile record: current_record is the record, else the grant's, els
   CHECK(from_grant.mounts.empty());
   CHECK(from_grant.create_rules == std::vector<DeviceRule>{{true, 'c', 1, 11, "rw"}, {true, 'c', 195, 3, "rwm"}});
   CHECK(from_grant.create_cdi == std::vector<std::string>{"example.com/accel=0"});
+  // Every want create gave is held: reconcile then finds nothing to do.
+  CHECK(from_grant.reconciled ==
+        std::vector<std::string>{"device /tmp/x/accel0:/dev/accel0:rw", "gpu GPU-aaaa", "cdi example.com/accel=0"});
 
   // Once attach, detach or reconcile wrote a record, it is the truth.
   Record written = with_reconcile();
@@ -250,7 +255,7 @@ TEST_CASE("reconcile record: enforced rules leave out one occurrence of each cre
 // ---- plan ----
 
 TEST_CASE("reconcile plan: a want at a hand-attached node's path joins it, references united") {
-  Record rec{"c0ffee", {}, {}, {}, {}, {}, {}};
+  Record rec{"c0ffee", {}, {}, {}, {}, {}, {}, {}};
   RecordedDevice hand = device("/dev/accel0", "/tmp/x/accel0", 11);
   hand.direct = true;
   hand.cdi = {"example.com/accel=0"};
@@ -280,7 +285,7 @@ TEST_CASE("reconcile plan: a want at a hand-attached node's path joins it, refer
   CHECK(p.record.devices[1] == fresh);
 
   // A reconcile want joining a node create gave stays "create".
-  Record created{"c0ffee", {}, {}, {}, {}, {}, {}};
+  Record created{"c0ffee", {}, {}, {}, {}, {}, {}, {}};
   RecordedDevice c = device("/dev/accel0", "/tmp/x/accel0", 11);
   c.node = "create";
   c.reconcile = {"gpu GPU-aaaa"};
@@ -298,7 +303,7 @@ TEST_CASE("reconcile plan: a want at a hand-attached node's path joins it, refer
 
 TEST_CASE("reconcile plan: another device at a taken path is an error naming who attached it") {
   auto taken_by = [](RecordedDevice there, RecordedDevice asked) {
-    Record rec{"c0ffee", {std::move(there)}, {}, {}, {}, {}, {}};
+    Record rec{"c0ffee", {std::move(there)}, {}, {}, {}, {}, {}, {}};
     Wanted w;
     w.devices.push_back(std::move(asked));
     return error_of<Error>([&] { plan(rec, w); });
@@ -340,7 +345,7 @@ TEST_CASE("reconcile plan: attached_by names every holder") {
 }
 
 TEST_CASE("reconcile plan: mounts join by path, another bind mount there is an error") {
-  Record rec{"c0ffee", {}, {{"/opt/a", "/opt/a", {"bind"}, "made", true, {"x.com/y=0"}, {}}}, {}, {}, {}, {}};
+  Record rec{"c0ffee", {}, {{"/opt/a", "/opt/a", {"bind"}, "made", true, {"x.com/y=0"}, {}}}, {}, {}, {}, {}, {}};
   Wanted w;
   w.mounts.push_back({"/opt/a", "/opt/a", {"bind"}, "made", true, {}, {"cdi x.com/y=0"}});
   Plan p = plan(rec, w);

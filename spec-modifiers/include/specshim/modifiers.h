@@ -22,6 +22,9 @@ struct Shared {
   // specshim's own, not for a tenant's override. Filled as env-devices is
   // built, read at creates.
   std::shared_ptr<std::set<std::string>> voided_env = std::make_shared<std::set<std::string>>();
+  // Whether the cdi modifier is in the chain (set once every modifier is
+  // built): hotplug hands it the desired-state file's CDI names only then.
+  std::shared_ptr<bool> cdi_on = std::make_shared<bool>(false);
 };
 
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);
@@ -34,5 +37,5 @@ std::unique_ptr<Modifier> make_cpuset(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_env_devices(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 std::unique_ptr<Modifier> make_patches(config::Section& section);
-std::unique_ptr<Modifier> make_hotplug(config::Section& section);
+std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared);
 }  // namespace specshim
