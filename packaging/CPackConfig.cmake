@@ -4,8 +4,9 @@
 # The package holds everything that has an install() rule anywhere in the tree
 # (the specshim binary, helpers installed to ${SPECSHIM_LIBEXECDIR}, ...) plus
 # the non-code files installed here: example config (a conffile), containerd
-# snippets, Kubernetes manifests, the node installer, docs, man page, copyright,
-# lintian overrides.
+# snippets, Kubernetes manifests, the node installer, the systemd unit of
+# `specshim reconcile` (shipped, not enabled: the package has no maintainer
+# scripts), docs, man page, copyright, lintian overrides.
 # Paths are fixed by the binary, not by the install prefix: specshim reads
 # /etc/specshim/config.toml, and the snippets name /usr/bin/specshim.
 
@@ -48,7 +49,12 @@ install(FILES
 install(FILES
   "${_pkg}/kubernetes/runtimeclass.yaml"
   "${_pkg}/kubernetes/daemonset.yaml"
+  "${_pkg}/kubernetes/reconcile-daemonset.yaml"
   DESTINATION "${_share}/kubernetes")
+# /usr/lib/systemd/system in the package (relative to the prefix, like the
+# rest; systemd also reads /usr/local/lib/systemd/system). Its ExecStart names
+# /usr/bin/specshim, as the containerd snippets do.
+install(FILES "${_pkg}/systemd/specshim-reconcile.service" DESTINATION lib/systemd/system)
 install(PROGRAMS "${_pkg}/install-on-host.sh" DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/specshim")
 install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION "${_doc}")
 file(GLOB _docs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/docs/*.md")
@@ -74,7 +80,9 @@ every other runc command passes through untouched.
 The modifiers give containers a passwd/group entry for their uid, inject CDI
 devices, resolve device plugin allocations through the kubelet and add the
 device cgroup rules the injected devices need. The package also ships the
-containerd handler snippets, a RuntimeClass and an installer DaemonSet.]])
+containerd handler snippets, a RuntimeClass, an installer DaemonSet, and a
+systemd unit (not enabled) that keeps running containers' devices in line
+with a desired-state file (specshim reconcile).]])
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
