@@ -148,6 +148,24 @@ extra_pairs+=(
   'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
 )
 
+# hotplug: a 100-entry desired-state file whose last entry selects this
+# pod's container (default/bench-pod/main) and gives it /dev/null at
+# /dev/hotplug0: the file read and parsed, one node and its rule added, the
+# grant file written next to config.json.
+hp_file="$work/hotplug.yaml"
+{
+  echo "containers:"
+  for i in $(seq 99); do
+    printf '  - pod: {namespace: dev, name: box-%s, container: main}\n    gpus: [GPU-%s]\n' "$i" "$i"
+  done
+  printf '  - pod: {namespace: default, name: bench-pod, container: main}\n    devices: ["/dev/null:/dev/hotplug0:rw"]\n'
+} >"$hp_file"
+{ cat "$work/fake.toml"; printf '\n[hotplug]\nenabled = true\ndesired = "%s"\n' "$hp_file"; } >"$work/hp.toml"
+make_bundle "$work/hp" 0
+extra_pairs+=(
+  'pair "create, hotplug: 1 node from a 100-entry desired-state file" "$work/hp.toml" "cp $work/hp/config.orig $work/hp/config.json" "$(floor_cmd "$work/hp")" "$(create_cmd "$work/hp")"'
+)
+
 # Scaling: how a create's cost grows with the spec's size, the number of CDI
 # spec files in the dir and the number of devices requested. Fewer runs each
 # (BENCH_SCALE_RUNS); every row is a create that changes the spec or reads it.
