@@ -43,18 +43,9 @@ Json array_of(const std::vector<std::string>& v) {
 std::string record_json(const Record& r) {
   Json devices = Json::array();
   for (const auto& d : r.devices) {
-    Json j = {{"path", d.path},
-              {"hostPath", d.host_path},
-              {"type", std::string(1, d.type)},
-              {"major", d.major},
-              {"minor", d.minor},
-              {"permissions", d.permissions},
-              {"fileMode", d.file_mode},
-              {"uid", d.uid},
-              {"gid", d.gid},
-              {"node", d.node},
-              {"direct", d.direct},
-              {"cdi", array_of(d.cdi)}};
+    Json j = hotplug::node_json(
+        {"", d.path, d.host_path, d.type, d.major, d.minor, d.permissions, d.file_mode, d.uid, d.gid});
+    j.update(Json{{"node", d.node}, {"direct", d.direct}, {"cdi", array_of(d.cdi)}});
     if (!d.reconcile.empty()) j["reconcile"] = array_of(d.reconcile);
     devices.push_back(std::move(j));
   }

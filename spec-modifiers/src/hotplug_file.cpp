@@ -322,19 +322,19 @@ DeviceRule rule_from_json(const Json& j, const std::string& w) {
   return r;
 }
 
+Json node_json(const GrantedDevice& d) {
+  return Json{{"path", d.path},   {"hostPath", d.host_path},      {"type", std::string(1, d.type)}, {"major", d.major},
+              {"minor", d.minor}, {"permissions", d.permissions}, {"fileMode", d.file_mode},        {"uid", d.uid},
+              {"gid", d.gid}};
+}
+
 std::string grant_json(const Grant& g) {
   Json devices = Json::array();
-  for (const auto& d : g.devices)
-    devices.push_back({{"key", d.key},
-                       {"path", d.path},
-                       {"hostPath", d.host_path},
-                       {"type", std::string(1, d.type)},
-                       {"major", d.major},
-                       {"minor", d.minor},
-                       {"permissions", d.permissions},
-                       {"fileMode", d.file_mode},
-                       {"uid", d.uid},
-                       {"gid", d.gid}});
+  for (const auto& d : g.devices) {
+    Json j = {{"key", d.key}};
+    j.update(node_json(d));
+    devices.push_back(std::move(j));
+  }
   Json rules = Json::array();
   for (const auto& r : g.rules) rules.push_back(rule_json(r));
   Json doc = {

@@ -28,12 +28,6 @@ using specshim::Json;
 
 namespace {
 
-// opens is a container command: whether path is a character device that
-// opens for writing (the cgroup decides; a missing path fails, and is not created).
-std::vector<std::string> opens(const std::string& path) {
-  return {"/bin/sh", "-c", "[ -c " + path + " ] && (: > " + path + ") 2>/dev/null && echo open-ok || echo open-failed"};
-}
-
 // Host is the host side: the 1:11 node, a CDI spec dir and specshim's config.
 struct Host : HostDevice {
   fs::path cdi = tmp / "cdi";

@@ -33,10 +33,6 @@ using specshim::Json;
 
 namespace {
 
-std::vector<std::string> opens(const std::string& path) {
-  return {"/bin/sh", "-c", "[ -c " + path + " ] && (: > " + path + ") 2>/dev/null && echo open-ok || echo open-failed"};
-}
-
 // Host is the host side: two c 1:11 nodes at different host paths (one
 // device to the kernel: two entries that each want one must say `shared:
 // true`), specshim's config, the desired-state file and one runc --root for

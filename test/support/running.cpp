@@ -4,6 +4,11 @@
 #include <catch2/catch.hpp>
 
 namespace specshim::test {
+
+std::vector<std::string> opens(const std::string& path) {
+  return {"/bin/sh", "-c", "[ -c " + path + " ] && (: > " + path + ") 2>/dev/null && echo open-ok || echo open-failed"};
+}
+
 namespace fs = std::filesystem;
 
 Running::Running(const fs::path& dir, const std::function<void(BusyboxBundle&)>& edit, const std::string& id_prefix,

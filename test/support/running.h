@@ -17,6 +17,11 @@ namespace specshim::test {
 
 inline constexpr const char* kRunc = "/usr/sbin/runc";
 
+// opens is a container command: whether path is a character device that
+// opens for writing (the cgroup decides; a missing path fails, and is not
+// created). It prints open-ok or open-failed.
+std::vector<std::string> opens(const std::string& path);
+
 // Running is a runc container (create + start, straight through kRunc, not
 // through specshim) running `sleep`, killed and deleted at the end. Its
 // bundle is dir/bundle with CAP_MKNOD added (the probes make their own

@@ -154,6 +154,10 @@ struct Grant {
 // owner and resolved path, for key. Throws Error naming the host path.
 GrantedDevice device_of(const DeviceArg& a, const std::string& key);
 
+// node_json is a node's fields as the grant and the attach record write them
+// (path, hostPath, type, major, minor, permissions, fileMode, uid, gid).
+Json node_json(const GrantedDevice& d);
+
 // rule_json is a rule as linux.resources.devices writes it; rule_from_json
 // reads one back (where names it in errors).
 Json rule_json(const DeviceRule& r);
