@@ -152,9 +152,11 @@ class Reconciler {
       gpus_.emplace();  // the containers that want a GPU fail, naming the driver's list
     }
     return [this](const std::string& uuid) {
-      for (const auto& g : *gpus_)
-        if (strcasecmp(g.uuid.c_str(), uuid.c_str()) == 0) return g.node();
-      return "GPU " + uuid;
+      try {
+        return nvidia::find_gpu(*gpus_, uuid, proc_).node();
+      } catch (const Error&) {
+        return "GPU " + uuid;
+      }
     };
   }
 

@@ -112,31 +112,37 @@ class Hotplug : public Modifier {
     return g;
   }
 
+  // spec_node is the spec's linux.devices entry at path, or nullptr.
+  static const Json* spec_node(const Spec& spec, const std::string& path) {
+    const Json* list = spec.find({"linux", "devices"});
+    if (!list || !list->is_array()) return nullptr;
+    for (const auto& e : *list)
+      if (e.is_object() && e.value("path", "") == path) return &e;
+    return nullptr;
+  }
+
+  static bool is_device(const Json& e, const GrantedDevice& d) {
+    return e.value("type", "") == std::string(1, d.type) && e.value("major", -1) == d.major &&
+           e.value("minor", -1) == d.minor;
+  }
+
   // drop_spec_own leaves out the devices the spec already has at their path
   // (a device plugin's or CDI's): they are the spec's own, so reconcile must
   // never take them back; it records the want as held by a node already there.
   static void drop_spec_own(const Spec& spec, Grant& g) {
-    const Json* list = spec.find({"linux", "devices"});
-    if (!list || !list->is_array()) return;
     std::erase_if(g.devices, [&](const GrantedDevice& d) {
-      return std::any_of(list->begin(), list->end(), [&](const Json& e) {
-        return e.is_object() && e.value("path", "") == d.path && e.value("type", "") == std::string(1, d.type) &&
-               e.value("major", -1) == d.major && e.value("minor", -1) == d.minor;
-      });
+      const Json* e = spec_node(spec, d.path);
+      return e && is_device(*e, d);
     });
   }
 
   // add_node puts d in linux.devices unless that path already is that device.
   static void add_node(Spec& spec, const GrantedDevice& d, const std::string& where) {
-    if (const Json* list = spec.find({"linux", "devices"}); list && list->is_array())
-      for (const auto& e : *list) {
-        if (!e.is_object() || e.value("path", "") != d.path) continue;
-        if (e.value("type", "") == std::string(1, d.type) && e.value("major", -1) == d.major &&
-            e.value("minor", -1) == d.minor)
-          return;
-        throw Error("desired-state file " + where + ": container path " + q(d.path) +
-                    " is already another device in the spec's linux.devices");
-      }
+    if (const Json* e = spec_node(spec, d.path)) {
+      if (is_device(*e, d)) return;
+      throw Error("desired-state file " + where + ": container path " + q(d.path) +
+                  " is already another device in the spec's linux.devices");
+    }
     spec.array_at({"linux", "devices"})
         .push_back(Json{{"path", d.path},
                         {"type", std::string(1, d.type)},
