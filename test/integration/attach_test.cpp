@@ -416,22 +416,12 @@ TEST_CASE("detach: the directories attach made go when their last node does, oth
 
 TEST_CASE(
     "attach --gpu: a GPU named by its UUID is /dev/nvidia<minor> from the driver's list, detach --gpu takes it back") {
-  // A stand-in node at /dev/nvidia250 (the 1:11 test numbers; no driver gives
-  // a GPU that minor), and a driver list under a fake --proc.
+  // A stand-in /dev/nvidia250 and a driver list under a fake --proc.
   Host host;
-  const char* node = "/dev/nvidia250";
-  REQUIRE(::mknod(node, S_IFCHR | 0666, makedev(1, 11)) == 0);
-  struct Remove {
-    const char* path;
-    ~Remove() { ::unlink(path); }
-  } remove{node};
   fs::path proc = host.tmp / "proc";
-  auto gpu = [&](const std::string& address, const std::string& uuid, int minor) {
-    write_file(proc / "driver/nvidia/gpus" / address / "information",
-               "Model: \t\t NVIDIA A100\nGPU UUID: \t " + uuid + "\nDevice Minor: \t " + std::to_string(minor) + "\n");
-  };
-  gpu("0000:3b:00.0", "GPU-0a1b2c3d-0000-1111-2222-333344445555", 250);
-  gpu("0000:af:00.0", "GPU-ffff0000-0000-1111-2222-333344445555", 251);
+  StandInGpu gpu(proc, "0000:3b:00.0", "GPU-0a1b2c3d-0000-1111-2222-333344445555", 250);
+  list_gpu(proc, "0000:af:00.0", "GPU-ffff0000-0000-1111-2222-333344445555", 251);
+  const std::string node = gpu.node();
   Running c(host.tmp / "c");
   Specshim specshim{c, host.config};
   REQUIRE(c.exec(opens(node)).out == "open-failed\n");

@@ -589,23 +589,14 @@ TEST_CASE("reconcile after create: a pod sandbox the file names by id gets nothi
 }
 
 TEST_CASE("reconcile: a GPU named by UUID is attached, an unknown UUID fails its container only") {
-  // A stand-in node at /dev/nvidia248 (the 1:11 test numbers; not attach_test's
-  // /dev/nvidia250, which may exist at the same time), and a driver list under a fake --proc.
+  // A stand-in /dev/nvidia248 (not attach_test's /dev/nvidia250, which may
+  // exist at the same time), and a driver list under a fake --proc.
   Host host;
-  const char* node = "/dev/nvidia248";
-  REQUIRE(::mknod(node, S_IFCHR | 0666, makedev(1, 11)) == 0);
-  struct Remove {
-    const char* path;
-    ~Remove() { ::unlink(path); }
-  } remove{node};
   fs::path proc = host.tmp / "proc";
-  auto gpu = [&](const std::string& address, const std::string& uuid, int minor) {
-    write_file(proc / "driver/nvidia/gpus" / address / "information",
-               "Model: \t\t NVIDIA A100\nGPU UUID: \t " + uuid + "\nDevice Minor: \t " + std::to_string(minor) + "\n");
-  };
   const std::string known = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
-  gpu("0000:3b:00.0", known, 248);
-  gpu("0000:af:00.0", "GPU-ffff0000-0000-1111-2222-333344445555", 251);
+  StandInGpu gpu(proc, "0000:3b:00.0", known, 248);
+  list_gpu(proc, "0000:af:00.0", "GPU-ffff0000-0000-1111-2222-333344445555", 251);
+  const std::string node = gpu.node();
   Running good(host.tmp / "good", {}, "it-rec", host.root);
   Running bad(host.tmp / "bad", {}, "it-rec", host.root);
   host.want("containers:\n  - id: " + good.id() + "\n    gpus: [\"" + known + "\"]\n  - id: " + bad.id() +

@@ -21,6 +21,25 @@ struct HostDevice {
   HostDevice();  // creates the node
 };
 
+// StandInGpu is an NVIDIA GPU as the driver lists it under proc
+// (<proc>/driver/nvidia/gpus/<address>/information: its UUID and minor), with
+// a stand-in node /dev/nvidia<minor> on the host: the 1:11 test numbers (no
+// driver gives a GPU that minor, so tests pick minors apart), removed at the end.
+class StandInGpu {
+ public:
+  StandInGpu(const std::filesystem::path& proc, const std::string& address, const std::string& uuid, int minor);
+  ~StandInGpu();
+  StandInGpu(const StandInGpu&) = delete;
+  StandInGpu& operator=(const StandInGpu&) = delete;
+  const std::string& node() const { return node_; }
+
+ private:
+  std::string node_;
+};
+
+// list_gpu writes the driver's information file of a GPU with no node.
+void list_gpu(const std::filesystem::path& proc, const std::string& address, const std::string& uuid, int minor);
+
 // accel_probe is a container command that prints the type and numbers of
 // /dev/accel0, then `then` (a shell command, may be empty), then whether the
 // node opens for writing: `kAccelOpened`, or `kAccelDenied` by the cgroup.
