@@ -4,11 +4,14 @@
 // whether a request stays within its grant. Two names are one device when
 // the host device nodes their own edits open are the same: nvidia-ctk
 // writes an index and a UUID entry per GPU with identical edits, and a
-// plugin's CDI spec of another kind opens the same /dev/nvidiaN.
+// plugin's CDI spec of another kind opens the same /dev/nvidiaN. A visible
+// request (a nested runtime) counts `all` and indices among the devices
+// whose nodes are present here.
 #include <algorithm>
 #include <set>
 
 #include "cdi_internal.h"
+#include "host_device.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 
@@ -43,6 +46,23 @@ std::vector<std::string> devices_of(const std::string& kind, const Registry& reg
 std::vector<std::string> whole(const std::string& kind, const Registry& reg) {
   if (reg.find(kind + "=all")) return {kind + "=all"};
   return devices_of(kind, reg);
+}
+
+// visible_of lists kind's devices whose nodes are all present, in name order.
+std::vector<std::string> visible_of(const std::string& kind, const Registry& reg) {
+  auto out = devices_of(kind, reg);
+  std::erase_if(out, [&](const std::string& name) { return !cdi::present(*reg.find(name)); });
+  return out;
+}
+
+// index_of reads the index of a name `<kind>=N`, nullopt for any other name.
+std::optional<std::size_t> index_of(const std::string& kind, std::string_view name) {
+  if (name.size() <= kind.size() + 1 || name.compare(0, kind.size(), kind) != 0 || name[kind.size()] != '=')
+    return std::nullopt;
+  std::string_view digits = name.substr(kind.size() + 1);
+  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return static_cast<std::size_t>(std::stoul(std::string(digits)));
 }
 
 std::string searched(const Registry& reg) {
@@ -80,7 +100,57 @@ void add(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
+// every stands for every device of the request's kind: whole(), or with
+// visible, each device present here (the `all` device opens absent nodes).
+std::vector<std::string> every(const DeviceRequest& r, const Registry& reg) {
+  return r.visible ? visible_of(r.kind, reg) : whole(r.kind, reg);
+}
+
+// seen_here reads a visible request's names as the runtime's own view
+// numbers devices: an index N is the N-th of kind's index-named devices
+// present here, in index order, as CUDA numbers the GPUs a container sees.
+// Other names are kept. On a host where every device is present, each
+// index is itself.
+std::vector<std::string> seen_here(const DeviceRequest& r, const Registry& reg) {
+  std::vector<std::pair<std::size_t, std::string>> here;
+  for (const auto& name : visible_of(r.kind, reg))
+    if (auto i = index_of(r.kind, name)) here.emplace_back(*i, name);
+  std::sort(here.begin(), here.end());
+  std::vector<std::string> out;
+  for (const auto& name : r.names) {
+    auto i = index_of(r.kind, name);
+    if (!i) {
+      add(out, name);
+      continue;
+    }
+    if (*i >= here.size()) {
+      std::vector<std::string> seen;
+      for (const auto& h : here) seen.push_back(h.second);
+      throw Error(r.origin + ": index " + std::to_string(*i) + ": this runtime's /dev holds " +
+                  std::to_string(here.size()) + " device(s) of kind `" + r.kind + "` by index" +
+                  (seen.empty() ? "" : " (" + join_some(seen, ", ") + ")") + " (scope = \"visible\")");
+    }
+    if (here[*i].second != name)
+      log::debug("cdi: {}: {} is {} here (scope = \"visible\")", r.origin, name, here[*i].second);
+    add(out, here[*i].second);
+  }
+  return out;
+}
+
 }  // namespace
+
+bool present(const DeviceRef& ref) {
+  for (const auto& n : ref.device->edits.device_nodes) {
+    try {
+      HostDevice h = lstat_device(n.host_path.empty() ? n.path : n.host_path);
+      if (!n.type.empty() && (n.type == "b") != (h.type == 'b')) return false;
+      if (n.major != 0 && (n.major != h.major || n.minor != h.minor)) return false;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::string kind_wanted(const std::string& kind) {
   return kind + "=";
@@ -90,7 +160,9 @@ std::vector<std::string> wanted_by(const std::vector<DeviceRequest>& requests) {
   std::vector<std::string> out;
   for (const auto& r : requests) {
     out.insert(out.end(), r.names.begin(), r.names.end());
-    if (r.scope != DeviceRequest::Scope::names || (r.bound && r.bound->all)) out.push_back(kind_wanted(r.kind));
+    // visible: an index may stand for another index-named device of the kind.
+    if (r.scope != DeviceRequest::Scope::names || (r.bound && r.bound->all) || r.visible)
+      out.push_back(kind_wanted(r.kind));
     if (r.bound) out.insert(out.end(), r.bound->names.begin(), r.bound->names.end());
   }
   return out;
@@ -100,11 +172,15 @@ Plan plan(const std::vector<DeviceRequest>& requests, const Registry& reg) {
   Plan p;
   for (const auto& r : requests) {
     std::vector<std::string> names;  // what the request stands for
-    if (r.scope == DeviceRequest::Scope::names) names = r.names;
+    if (r.scope == DeviceRequest::Scope::names) names = r.visible ? seen_here(r, reg) : r.names;
     if (r.scope == DeviceRequest::Scope::all) {
       names = devices_of(r.kind, reg);
       if (names.empty())
         throw Error(r.origin + ": no CDI spec defines a device of kind `" + r.kind + "`; " + searched(reg));
+      if (r.visible) names = visible_of(r.kind, reg);
+      if (names.empty())
+        throw Error(r.origin + ": none of the devices of kind `" + r.kind +
+                    "` has its device nodes in this runtime's /dev (scope = \"visible\")");
     }
     if (r.scope == DeviceRequest::Scope::none) {
       int best = -1;
@@ -120,14 +196,14 @@ Plan plan(const std::vector<DeviceRequest>& requests, const Registry& reg) {
                      return std::find(r.bound->names.begin(), r.bound->names.end(), n) != r.bound->names.end();
                    }));
     std::vector<std::string> beyond = within ? std::vector<std::string>{} : excess(r, names, reg);
-    std::vector<std::string> inject = r.scope == DeviceRequest::Scope::all ? whole(r.kind, reg) : names;
+    std::vector<std::string> inject = r.scope == DeviceRequest::Scope::all ? every(r, reg) : names;
     if (!beyond.empty()) {
       std::string msg = r.origin + " asks for " + join_some(beyond, ", ") + ", beyond what " + r.bound->what;
       if (!r.bound->clamp) throw Error(msg + " (on-excess = \"fail\")");
       log::warn("cdi: {}; injecting the grant instead (on-excess = \"clamp\")", msg);
       inject = r.bound->names;
       if (r.bound->all) {
-        auto all = whole(r.kind, reg);
+        auto all = every(r, reg);
         inject.insert(inject.begin(), all.begin(), all.end());
       }
     }

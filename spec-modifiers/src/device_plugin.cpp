@@ -318,6 +318,10 @@ struct DevicePlugin::State {
     for (const auto& [name, origin] : dra_names) {
       names.push_back(name);
       ctx->cdi_origins.emplace(name, origin);
+      // A claim handed over is the sibling's grant, as a merged answer is.
+      Grant claim{.resource = "", .source = origin, .cdi_devices = {name}, .claim = true};
+      if (std::find(ctx->grants.begin(), ctx->grants.end(), claim) == ctx->grants.end())
+        ctx->grants.push_back(std::move(claim));
     }
     if (merge_list_annotation(spec, kCdiDevices, names)) {
       changes.push_back("handed over CDI devices " + join(names, ",") + " of DRA claims");

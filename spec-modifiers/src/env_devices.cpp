@@ -143,6 +143,7 @@ std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubele
     e.outside_kubernetes =
         choice(t, "outside-kubernetes", {{"honour", Outside::honour}, {"ignore", Outside::ignore}}, Outside::honour);
     e.after = choice(t, "after", {{"void", After::void_value}, {"keep", After::keep}}, After::void_value);
+    e.scope = choice(t, "scope", {{"host", Scope::host}, {"visible", Scope::visible}}, Scope::host);
     if (auto root_dir = t.string("kubelet-root")) {
       if (!absolute(*root_dir)) t.fail("kubelet-root", "must be an absolute path");
       e.kubelet_root = *root_dir;
@@ -239,6 +240,14 @@ bool sys_admin_in_bounding(const Spec& spec) {
   return b && b->is_array() && std::find(b->begin(), b->end(), Json("CAP_SYS_ADMIN")) != b->end();
 }
 
+// sibling tells a container created outside CRI that belongs to a pod: it
+// names one, or asks for a pod's devices. Without a grant it gets nothing,
+// never the outside-kubernetes policy's `honour`.
+bool sibling(const Spec& spec) {
+  return spec.annotation(device_plugin::kPod) || spec.annotation(device_plugin::kDevicesFrom) ||
+         spec.annotation(device_plugin::kDevicesFromPod);
+}
+
 }  // namespace
 
 struct EnvDevices::State {
@@ -298,43 +307,54 @@ struct EnvDevices::State {
       if (std::find(req.names.begin(), req.names.end(), name) == req.names.end()) req.names.push_back(name);
     }
 
-    // Whom to trust with a request of their own.
-    if (!id.cri) {
-      if (e.outside_kubernetes == Outside::ignore) {
+    req.visible = e.scope == Scope::visible;
+
+    // Whom to trust with a request of their own. Only CRI's identity can
+    // make a container trusted: a sibling's pod and capabilities are
+    // written by whoever creates it.
+    if (id.cri && e.privileged == Trust::honour && sys_admin_in_bounding(spec)) return req;
+    if (id.cri &&
+        std::find(e.trusted_namespaces.begin(), e.trusted_namespaces.end(), id.pod.ns) != e.trusted_namespaces.end())
+      return req;
+
+    // The grant: the container's own checkpoint answers, and what
+    // device-plugin handed it in memory (a sibling's source's answers and
+    // DRA claims). A container with a grant is judged by it, whatever it
+    // is and whatever its annotations say.
+    DeviceRequest::Bound bound{.clamp = e.on_excess == OnExcess::clamp};
+    std::vector<std::string> by;
+    auto take = [&](const Grant& g) {
+      if (!g.claim && !e.counts(g.resource)) return;
+      Granted granted = grant_of(e, g);
+      if (granted.names.empty() && !granted.all) return;
+      bound.all = bound.all || granted.all;
+      for (auto& n : granted.names) add_name(bound.names, std::move(n));
+      std::string one = g.claim ? g.source : "`" + g.resource + "` (" + g.source + ")";
+      if (std::find(by.begin(), by.end(), one) == by.end()) by.push_back(one);
+    };
+    for (const auto& g : own_grants(e, session)) take(g);
+    for (const auto& g : ctx.grants) take(g);
+    bool granted = !bound.names.empty() || bound.all;
+    if (!granted) {
+      if (!id.cri && !sibling(spec)) {
+        if (e.outside_kubernetes == Outside::honour) return req;
         log::debug(
             "env-devices: {}: ignored, the container was not created through CRI (outside-kubernetes = "
             "\"ignore\")",
             origin);
         return std::nullopt;
       }
-      return req;
-    }
-    if (e.privileged == Trust::honour && sys_admin_in_bounding(spec)) return req;
-    if (std::find(e.trusted_namespaces.begin(), e.trusted_namespaces.end(), id.pod.ns) != e.trusted_namespaces.end())
-      return req;
-
-    // Everyone else gets what the kubelet granted, at most.
-    DeviceRequest::Bound bound{.clamp = e.on_excess == OnExcess::clamp};
-    std::vector<std::string> by;
-    auto take = [&](const Grant& g) {
-      if (!e.counts(g.resource)) return;
-      Granted granted = grant_of(e, g);
-      if (granted.names.empty() && !granted.all) return;
-      bound.all = bound.all || granted.all;
-      for (auto& n : granted.names) add_name(bound.names, std::move(n));
-      std::string one = "`" + g.resource + "` (" + g.source + ")";
-      if (std::find(by.begin(), by.end(), one) == by.end()) by.push_back(one);
-    };
-    for (const auto& g : own_grants(e, session)) take(g);
-    for (const auto& g : ctx.grants) take(g);
-    if (bound.names.empty() && !bound.all) {
-      log::debug("env-devices: {}: ignored, the kubelet granted {} no device of {}", origin, target,
+      log::debug("env-devices: {}: ignored, {} {} no device of {}", origin,
+                 id.cri ? "the kubelet granted" : "nothing was handed over from its pod to", target,
                  join(e.resources, ", "));
       return std::nullopt;
     }
-    std::vector<std::string> granted = bound.names;
-    if (bound.all) granted.insert(granted.begin(), e.kind + "=all");
-    bound.what = "the kubelet granted " + join_some(granted, ", ") + " by " + join(by, ", ");
+
+    // Everyone else gets what was granted, at most.
+    std::vector<std::string> names = bound.names;
+    if (bound.all) names.insert(names.begin(), e.kind + "=all");
+    bound.what = (id.cri ? "the kubelet granted " : "the kubelet granted its source ") + join_some(names, ", ") +
+                 " by " + join(by, ", ");
     req.bound = std::move(bound);
     return req;
   }

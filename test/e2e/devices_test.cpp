@@ -3,7 +3,11 @@
 // plugin's CDI request (as an Allocate annotation and as CRI's CDI_devices),
 // which containerd 1.7/2.x injects before specshim runs; a sibling created
 // through the plain task API that takes a CRI container's devices; and
-// `specshim attach` into a running CRI container.
+// `specshim attach` into a running CRI container; a sibling whose image
+// bakes in NVIDIA_VISIBLE_DEVICES=all, bound by its pod's grant.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -172,4 +176,81 @@ TEST_CASE("CRI: specshim attach gives a running CRI container a CDI device it ca
   INFO(log);
   CHECK(status.exit_code() == 0);
   CHECK(log == "stdout:  00 00 00 00\nstdout: attached-opens\nstdout: hello from a CDI mount\n");
+}
+
+TEST_CASE("ctr run: a sibling whose image bakes in NVIDIA_VISIBLE_DEVICES=all gets only its pod's GPU (env-devices)",
+          CDI_TAGS) {
+  Containerd c;
+  const fs::path dir = c.dir();
+  // Two stand-in GPUs on the node; the CRI pod's container holds GPU 0.
+  const std::vector<std::string> uuids = {"GPU-4a3b2c1d-0000-4000-8000-0000000000f0",
+                                          "GPU-4a3b2c1d-0000-4000-8000-0000000000f1"};
+  fs::create_directories(dir / "gpu-dev");
+  json devices = json::array();
+  for (std::size_t i = 0; i < uuids.size(); ++i) {
+    const fs::path node = dir / "gpu-dev" / ("nvidia" + std::to_string(i));
+    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+    json edits = {{"deviceNodes", {{{"path", "/dev/nvidia" + std::to_string(i)}, {"hostPath", node.string()}}}}};
+    devices.push_back({{"name", std::to_string(i)}, {"containerEdits", edits}});
+    devices.push_back({{"name", uuids[i]}, {"containerEdits", edits}});
+  }
+  specshim::test::write_file(c.cdi_dir() / "nvidia.json",
+                             json{{"cdiVersion", "0.5.0"}, {"kind", "nvidia.com/gpu"}, {"devices", devices}}.dump(2));
+  auto config = [&](const std::string& on_excess) {
+    return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() +
+           "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" + (dir / "kubelet").string() +
+           "\"\n\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\nproviders = [\"kubelet\", "
+           "\"container-sync\"]\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+           "on-excess = \"" +
+           on_excess + "\"\n";
+  };
+  c.set_specshim_config(config("fail"));
+
+  Pod pod(c, "env-sibling-pod");
+  const auto& meta = pod.config.metadata();
+  const json alloc = {{"envs", {{"NVIDIA_VISIBLE_DEVICES", uuids[0]}}}};
+  FakeKubelet kubelet(json{{"kubelet_root", (dir / "kubelet").string()},
+                           {"pods", json::array({{{"namespace", meta.namespace_()},
+                                                  {"name", meta.name()},
+                                                  {"uid", meta.uid()},
+                                                  {"containers", {{"main", {{"nvidia.com/gpu", {uuids[0]}}}}}}}})},
+                           {"allocatable", {{"nvidia.com/gpu", uuids}}},
+                           {"checkpoint",
+                            {{"registered", {{"nvidia.com/gpu", uuids}}},
+                             {"entries", json::array({{{"pod_uid", meta.uid()},
+                                                       {"container", "main"},
+                                                       {"resource", "nvidia.com/gpu"},
+                                                       {"devices_by_numa", {{"0", {uuids[0]}}}},
+                                                       {"alloc", alloc}}})}}}}
+                          .dump(),
+                      dir);
+  auto main = container_config("main", "exec sleep 600");
+  auto* env = main.add_envs();  // the plugin's env, which the kubelet puts first
+  env->set_key("NVIDIA_VISIBLE_DEVICES");
+  env->set_value(uuids[0]);
+  const std::string main_id = pod.create(main);
+  c.cri().start_container(main_id);
+  REQUIRE(c.cri().container_status(main_id).state() == cri::CONTAINER_RUNNING);
+
+  // The dev box starts a sibling from a CUDA image (its baked variable comes
+  // in through --env here) through containerd's socket, outside CRI.
+  auto sibling = [&](const std::string& id) {
+    return c.ctr({"--namespace", kCtrNamespace, "run", "--rm", "--runc-binary", SPECSHIM_BINARY, "--env",
+                  "NVIDIA_VISIBLE_DEVICES=all", "--annotation",
+                  "specshim.io/pod=" + meta.namespace_() + "/" + meta.name(), "--annotation",
+                  "specshim.io/devices-from=main", kImage, id, "/bin/sh", "-c",
+                  "echo nodes: $(ls /dev | grep nvidia)"});
+  };
+  auto refused = sibling(specshim::test::unique_id("sibling-all"));
+  INFO(refused.out << refused.err << c.diagnostics());
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err, Catch::Contains("env NVIDIA_VISIBLE_DEVICES=\"all\"") &&
+                              Catch::Contains("beyond what the kubelet granted its source nvidia.com/gpu=" + uuids[0]));
+
+  c.set_specshim_config(config("clamp"));
+  auto clamped = sibling(specshim::test::unique_id("sibling-clamp"));
+  INFO(clamped.out << clamped.err);
+  CHECK(clamped.exit_code == 0);
+  CHECK(clamped.out == "nodes: nvidia0\n");
+  c.cri().stop_container(main_id, 0);
 }

@@ -54,10 +54,14 @@ struct Host {
   fs::path kubelet = tmp / "kubelet";
   std::vector<fs::path> gpu_nodes;
 
-  Host() {
+  // absent: GPUs whose node this host's /dev lacks, as in a container that
+  // runs a nested runtime and was given only some GPUs; the CDI spec, the
+  // node's, still names them.
+  explicit Host(const std::vector<std::size_t>& absent = {}) {
     fs::create_directories(tmp / "host-dev");
     for (std::size_t i = 0; i < kGpu.size(); ++i) {
       gpu_nodes.push_back(tmp / "host-dev" / ("nvidia" + std::to_string(i)));
+      if (std::find(absent.begin(), absent.end(), i) != absent.end()) continue;
       REQUIRE(::mknod(gpu_nodes.back().c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
     }
     std::string y = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n";
@@ -101,6 +105,24 @@ struct Host {
            "kubelet-root = \"" +
            kubelet.string() + "\"\n";
   }
+
+  // sibling_config turns on device-plugin's providers for nvidia.com/gpu
+  // (and DRA hand-overs) beside env-devices.
+  std::string sibling_config(const std::string& env_devices_extra,
+                             const std::string& providers = "\"kubelet\", \"container-sync\"") const {
+    return "[chain]\norder = [\"device-plugin\", \"env-devices\", \"cdi\", \"devices-cgroup\"]\n\n"
+           "[device-plugin]\nenabled = true\nkubelet-root = \"" +
+           kubelet.string() +
+           "\"\n\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\n"
+           "providers = [" +
+           providers +
+           "]\n\n[device-plugin.dra]\nenabled = true\n\n"
+           "[cdi]\nspec-dirs = [\"" +
+           cdi.string() +
+           "\"]\ncache-dir = \"\"\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+           "kubelet-root = \"" +
+           kubelet.string() + "\"\n" + env_devices_extra;
+  }
 };
 
 // cri_bundle is the probe as containerd's CRI writes a pod's container `main`:
@@ -120,6 +142,16 @@ BusyboxBundle cri_bundle(const Host& host, const std::vector<std::string>& env,
                            "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"});
   for (const auto& c : extra_caps) caps.push_back(c);
   b.spec()["process"]["capabilities"] = {{"bounding", caps}, {"effective", caps}, {"permitted", caps}};
+  b.save();
+  return b;
+}
+
+// sibling_bundle is the probe as a dev box creates its sibling through the
+// node's containerd, outside CRI: no io.kubernetes.cri.* annotations, the
+// pod and the source container named by specshim.io annotations.
+BusyboxBundle sibling_bundle(const Host& host, const std::vector<std::string>& env, const std::string& dir) {
+  BusyboxBundle b = cri_bundle(host, env, {}, dir);
+  b.spec()["annotations"] = {{"specshim.io/pod", "team-a/trainer"}, {"specshim.io/devices-from", "main"}};
   b.save();
   return b;
 }
@@ -219,4 +251,128 @@ TEST_CASE("env-devices: HAMi's memory limit overridden by the pod spec is refuse
                             "4000m\\\", which the device plugin of `nvidia.com/gpu` set for container "
                             "`main` of pod `team-a/trainer` (the checkpoint)"));
   REQUIRE(read_file(b.dir() / "config.json") == before);
+}
+
+// A dev box (`main` of team-a/trainer, granted GPUs 0 and 1) creates a
+// sibling from a CUDA image, which bakes in NVIDIA_VISIBLE_DEVICES=all. The
+// sibling's grant is its source's, carried from device-plugin in memory.
+struct DevBox {
+  Host host;
+  FakeKubelet kubelet{host.kubelet};
+  DevBox() {
+    host.grant(kUid, {0, 1});
+    kubelet.add_pod("team-a", "trainer", kUid, {{"main", {{"nvidia.com/gpu", {kGpu[0], kGpu[1]}}}}});
+  }
+};
+
+const std::string kGpus01 =
+    "nvidia0 1:b open\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl 1:3 open\n"
+    "nodes: nvidia0 nvidia1 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n";
+
+TEST_CASE("env-devices: a sibling outside CRI whose image bakes in `all` gets exactly its source's GPUs (clamp)") {
+  DevBox box;
+  BusyboxBundle b = sibling_bundle(box.host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
+  Shim shim(box.host.tmp.path(), box.host.sibling_config("on-excess = \"clamp\"\n"));
+  auto r = shim.run(b, unique_id("it-envdev-sib-clamp"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == kGpus01);
+}
+
+TEST_CASE("env-devices: a sibling's baked `all` beyond its source's grant fails naming the variable and the grant") {
+  DevBox box;
+  BusyboxBundle b = sibling_bundle(box.host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
+  const std::string before = read_file(b.dir() / "config.json");
+  // outside-kubernetes = "ignore" does not apply: the sibling has a grant.
+  Shim shim(box.host.tmp.path(), box.host.sibling_config("outside-kubernetes = \"ignore\"\n"));
+  std::string id = unique_id("it-envdev-sib-fail");
+  auto r = shim.run(b, id);
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.empty());
+  REQUIRE_THAT(Shim::log(b),
+               Contains("\"level\":\"error\",\"msg\":\"specshim: cdi: env NVIDIA_VISIBLE_DEVICES=\\\"all\\\" of "
+                        "container `") &&
+                   Contains("of pod `team-a/trainer` asks for nvidia.com/gpu=2 = nvidia.com/gpu=" + kGpu[2] +
+                            ", beyond what the kubelet granted its source nvidia.com/gpu=" + kGpu[0] +
+                            ", nvidia.com/gpu=" + kGpu[1] + " by `nvidia.com/gpu` (the checkpoint)"));
+  REQUIRE(read_file(b.dir() / "config.json") == before);
+  REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
+}
+
+TEST_CASE("env-devices: a sibling without the variable gets its source's two GPUs from the plugin's answer") {
+  DevBox box;
+  BusyboxBundle b = sibling_bundle(box.host, {}, "sibling");
+  // outside-kubernetes = "ignore" used to leave such a sibling with none.
+  Shim shim(box.host.tmp.path(), box.host.sibling_config("outside-kubernetes = \"ignore\"\n"));
+  auto r = shim.run(b, unique_id("it-envdev-sib-plain"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == kGpus01);
+}
+
+TEST_CASE("env-devices: a sibling whose source holds a DRA claim is bound by the claim's devices") {
+  Host host;
+  FakeKubelet kubelet(host.kubelet);
+  kubelet.add_pod("team-a", "trainer", kUid, {{"main", {}}});  // it holds the claim only
+  specshim::kubelet::ContainerAssignment claimed;
+  specshim::kubelet::ClaimResource gpu{.driver_name = "gpu.nvidia.com",
+                                       .pool_name = "node",
+                                       .device_name = "gpu-1",
+                                       .cdi_devices = {"k8s.gpu.nvidia.com/device=gpu-1"},
+                                       .share_id = {}};
+  claimed.dynamic_resources = {{"gpus", "team-a", {gpu}}};
+  kubelet.assign("team-a", "trainer", "main", claimed);
+  // The DRA driver's own spec: another kind, the same host node as GPU 1.
+  write_file(host.cdi / "dra.yaml",
+             "cdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/device\ndevices:\n"
+             "- name: gpu-1\n  containerEdits:\n    deviceNodes:\n"
+             "    - path: /dev/nvidia1\n      hostPath: " +
+                 host.gpu_nodes[1].string() + "\n");
+  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
+  const std::string before = read_file(b.dir() / "config.json");
+  {
+    Shim shim(host.tmp.path(), host.sibling_config("", "\"kubelet\""));
+    auto r = shim.run(b, unique_id("it-envdev-sib-dra-fail"));
+    INFO(r.err << Shim::log(b));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(Shim::log(b), Contains("beyond what the kubelet granted its source k8s.gpu.nvidia.com/device=gpu-1 "
+                                        "by DRA claim `team-a/gpus` of container `main`"));
+    REQUIRE(read_file(b.dir() / "config.json") == before);
+  }
+  Shim shim(host.tmp.path(), host.sibling_config("on-excess = \"clamp\"\n", "\"kubelet\""));
+  auto r = shim.run(b, unique_id("it-envdev-sib-dra"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  // The claim's device only: the control node is nvidia.com/gpu's spec-level
+  // edit, and the DRA driver's spec (another kind) has none here.
+  REQUIRE(r.out ==
+          "nvidia0 absent\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl absent\n"
+          "nodes: nvidia1\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
+}
+
+TEST_CASE("env-devices: a nested runtime that sees 2 of 3 GPU nodes gets those 2 for `all` (scope = \"visible\")") {
+  Host host({1});
+  // A container of the nested containerd: no CRI identity, no grant.
+  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
+  b.spec()["annotations"] = Json::object();
+  b.save();
+  std::string config = host.config() + "scope = \"visible\"\n";
+  Shim shim(host.tmp.path(), config);
+  auto r = shim.run(b, unique_id("it-envdev-visible"));
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out ==
+          "nvidia0 1:b open\nnvidia1 absent\nnvidia2 1:b open\nnvidiactl 1:3 open\n"
+          "nodes: nvidia0 nvidia2 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
+
+  // Without it, `all` is the node's: the absent node fails the create closed.
+  BusyboxBundle host_scope = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, {}, "host-scope");
+  host_scope.spec()["annotations"] = Json::object();
+  host_scope.save();
+  Shim plain(host.tmp.path(), host.config());
+  auto refused = plain.run(host_scope, unique_id("it-envdev-host-scope"));
+  INFO(refused.err << Shim::log(host_scope));
+  REQUIRE(refused.exit_code == 1);
+  REQUIRE_THAT(Shim::log(host_scope), Contains(host.gpu_nodes[1].string()));
 }

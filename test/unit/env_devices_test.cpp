@@ -103,6 +103,7 @@ TEST_CASE("env-devices: entries read with their defaults, every bad key is named
   REQUIRE(e.privileged == Trust::honour);
   REQUIRE(e.outside_kubernetes == Outside::honour);
   REQUIRE(e.after == After::void_value);
+  REQUIRE(e.scope == Scope::host);
   REQUIRE(e.kubelet_root == "/var/lib/kubelet");
   REQUIRE(entries_of("").empty());
 
@@ -124,6 +125,7 @@ TEST_CASE("env-devices: entries read with their defaults, every bad key is named
       {head + "privileged = \"yes\"\n", "want one of \"honour\", \"check\""},
       {head + "outside-kubernetes = \"fail\"\n", "want one of \"honour\", \"ignore\""},
       {head + "after = \"unset\"\n", "want one of \"void\", \"keep\""},
+      {head + "scope = \"local\"\n", "want one of \"host\", \"visible\""},
       {head + "trusted-namespaces = [\"a b\"]\n", "is not a namespace name"},
       {head + "kubelet-root = \"var\"\n", "must be an absolute path"},
       {head + "budget-ms = 5\n", "budget-ms"},

@@ -229,6 +229,12 @@ class ParseCache;
 Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr,
                     const ParseCache* cache = nullptr);
 
+// present tells whether every node a device opens is here, in this
+// runtime's /dev: a device node at its host path (not through a symlink),
+// of the type and numbers the edits give when they give them. A device that
+// opens no node is present. ([[env-devices]] scope = "visible", doctor.)
+bool present(const DeviceRef& ref);
+
 // unresolvable_error is the error for requested names reg does not define:
 // it names them and everything that may explain why (the spec files that
 // failed to load, conflicting definitions, unreadable spec dirs, the dirs

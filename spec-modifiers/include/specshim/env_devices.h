@@ -54,6 +54,10 @@ enum class OnExcess { fail, clamp };
 enum class Trust { honour, check };     // privileged containers
 enum class Outside { honour, ignore };  // containers created outside Kubernetes
 enum class After { void_value, keep };  // what the variable says once injected
+// Scope is which devices `all` and index names count among: the node's
+// (host), or only those whose nodes this runtime's /dev holds (visible: a
+// specshim that is the runtime of a dockerd or containerd inside a container).
+enum class Scope { host, visible };
 
 // Entry is one [[env-devices]] table.
 struct Entry {
@@ -66,6 +70,7 @@ struct Entry {
   std::vector<std::string> trusted_namespaces;
   Outside outside_kubernetes = Outside::honour;
   After after = After::void_value;
+  Scope scope = Scope::host;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;  // kubelet-root, else [kubelet] root
   std::chrono::milliseconds budget{2000};  // [kubelet] budget-ms (the checkpoint is a file: no key of its own)
 

@@ -27,16 +27,18 @@ struct BundleFile {
   std::optional<FileOwner> owner = std::nullopt;  // unset: root, who writes it
 };
 
-// Grant is what a device plugin's answer gave the container, as far as
-// device lists go: device-plugin records every answer it merged (so a
-// sibling's grant is its source's), env-devices reads the container's own
-// from the kubelet's checkpoint.
+// Grant is what a device plugin's answer (or a DRA claim) gave the
+// container, as far as device lists go: device-plugin records every answer
+// it merged and every claim it handed over (so a sibling's grant is its
+// source's), env-devices reads the container's own from the kubelet's
+// checkpoint. It lives in memory only: no annotation can forge one.
 struct Grant {
-  std::string resource = {};                                   // nvidia.com/gpu
-  std::string source = {};                                     // "the checkpoint", "Allocate"
+  std::string resource = {};                                   // nvidia.com/gpu; a claim: its driver
+  std::string source = {};                                     // "the checkpoint", "Allocate", "DRA claim `ns/c` …"
   std::vector<std::pair<std::string, std::string>> envs = {};  // the answer's env, in key order
   std::vector<std::string> mounts = {};                        // containerPath of each mount
   std::vector<std::string> cdi_devices = {};                   // CdiDevices and cdi.k8s.io/* annotation values
+  bool claim = false;  // a DRA claim's CDI names: they count for every [[env-devices]] kind
   bool operator==(const Grant&) const = default;
 };
 
@@ -64,6 +66,12 @@ struct DeviceRequest {
     bool clamp = false;                   // beyond it: inject the grant instead of failing
   };
   std::optional<Bound> bound = {};  // nullopt: not checked (a trusted container)
+  // visible: this runtime sees only some of the node's devices (it runs
+  // inside a container: dind); `all` and index names count among the
+  // devices of kind whose every node is present here ([[env-devices]]
+  // scope = "visible"). On a node, where all are present, it changes
+  // nothing; the bound is checked by host node either way.
+  bool visible = false;
 };
 
 // Context is what a modifier knows about the create besides the spec.
