@@ -784,3 +784,23 @@ TEST_CASE("doctor: hot-plug without CAP_MKNOD and CAP_SYS_ADMIN warns for each")
                                   "CAP_SYS_ADMIN: not effective (not in the bounding set): attach cannot enter a "
                                   "container's mount namespace with setns, bind-mount"));
 }
+
+TEST_CASE("doctor: an env-devices kind with absent nodes warns that `all` fails, and scope = visible counts them") {
+  FakeHost h;
+  // GPU 0's node is here (/dev/null stands in); GPU 1's is not, as in a
+  // container that runs a nested runtime and was given one GPU.
+  write_file(h.root / "etc/cdi/nvidia.yaml",
+             "cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n"
+             "  - name: \"0\"\n    containerEdits:\n      deviceNodes: [{path: /dev/nvidia0, hostPath: /dev/null}]\n"
+             "  - name: \"1\"\n    containerEdits:\n      deviceNodes: [{path: /dev/nvidia1, hostPath: "
+             "/dev/specshim-doctor-absent}]\n");
+  const std::string entry = "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n";
+  h.write_config(entry);
+  REQUIRE_THAT(h.report(), HasFinding("cdi", "warn",
+                                      "env-devices `NVIDIA_VISIBLE_DEVICES`: 1 of 2 `nvidia.com/gpu` devices have "
+                                      "their nodes here; absent: nvidia.com/gpu=1: `all` fails on this node"));
+  h.write_config(entry + "scope = \"visible\"\n");
+  REQUIRE_THAT(h.report(), HasFinding("cdi", "ok",
+                                      "env-devices `NVIDIA_VISIBLE_DEVICES`: 1 of 2 `nvidia.com/gpu` devices have "
+                                      "their nodes here (scope = \"visible\""));
+}

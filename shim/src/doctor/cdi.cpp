@@ -12,6 +12,7 @@
 
 #include "doctor/doctor.h"
 #include "specshim/cdi_cache.h"
+#include "specshim/env_devices.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -86,6 +87,34 @@ void check_cache(const Host& host, const std::string& dir, Check& c) {
   c.add(Status::ok, "parse cache " + dir + ": " + std::to_string(entries) + (entries == 1 ? " entry" : " entries"));
 }
 
+// check_present says how many of an env-devices kind's devices have their
+// nodes in this /dev: with scope = "host" an absent one makes `all` fail
+// (a nested runtime wants "visible"); with "visible" they are what `all`
+// gives.
+void check_present(const env_devices::Entry& e, const cdi::Registry& reg, Check& c) {
+  std::string prefix = e.kind + "=";
+  std::size_t total = 0;
+  std::vector<std::string> absent;
+  for (auto it = reg.devices.lower_bound(prefix); it != reg.devices.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    std::string_view name = std::string_view(it->first).substr(prefix.size());
+    if (name == "all" || name == "none") continue;
+    ++total;
+    if (!cdi::present(it->second)) absent.push_back(it->first);
+  }
+  std::string head = "env-devices `" + e.env + "`: ";
+  std::string count = std::to_string(total - absent.size()) + " of " + std::to_string(total) + " `" + e.kind +
+                      "` devices have their nodes here";
+  if (e.scope == env_devices::Scope::visible)
+    c.add(total == absent.size() ? Status::warn : Status::ok,
+          head + count + " (scope = \"visible\": `all` and indices count among them)");
+  else if (absent.empty())
+    c.add(Status::ok, head + "`" + e.kind + "` devices are defined, and their nodes are here");
+  else
+    c.add(Status::warn, head + count + "; absent: " + join_some(absent, ", ") +
+                            ": `all` fails on this node. A specshim that is the runtime of a containerd or dockerd "
+                            "inside a container wants scope = \"visible\"");
+}
+
 }  // namespace
 
 Check check_cdi(const Host& host, const Loaded& loaded) {
@@ -121,7 +150,7 @@ Check check_cdi(const Host& host, const Loaded& loaded) {
                               "` device: creates that ask for one fail (nvidia-ctk cdi generate or "
                               "nvidia-cdi-refresh write NVIDIA's)");
     else
-      c.add(Status::ok, "env-devices `" + e.env + "`: `" + e.kind + "` devices are defined");
+      check_present(e, reg, c);
   }
 
   if (reg.files.empty()) {
