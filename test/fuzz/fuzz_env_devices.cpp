@@ -4,17 +4,88 @@
 // non-empty names, each once, none `void`, `all` or `none` (those decide the
 // whole list); joining its names and parsing again gives the same list; and
 // every name either qualifies to a valid CDI name or is refused with a reason.
+//
+// Then the closed set: the same value, as the env of a sibling created
+// outside CRI whose grant is its source's one GPU (a direct request the
+// checkpoint answers), through device-plugin, env-devices (clamp) and cdi on
+// a spec of three GPUs. Whatever the value asks for, a create that succeeds
+// gives no GPU node but the granted one, and a device outside the grant is
+// never injected.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_support.h"
 #include "specshim/cdi.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
 
 using namespace specshim;
 using namespace specshim::env_devices;
+
+namespace {
+
+const char* kGranted = "GPU-4a3b2c1d-0000-4000-8000-000000000000";
+
+// A checkpoint whose one entry answered GPU 0 with NVIDIA_VISIBLE_DEVICES set
+// to its UUID (a ContainerAllocateResponse: envs, field 1, a map entry).
+const char* kCheckpoint =
+    R"({"Data": {"PodDeviceEntries": [{"PodUID": "uid-src", "ContainerName": "main", "ResourceName": )"
+    R"("nvidia.com/gpu", "DeviceIDs": {"-1": ["GPU-4a3b2c1d-0000-4000-8000-000000000000"]}, "AllocResp": )"
+    R"("CkIKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSKEdQVS00YTNiMmMxZC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDA="}], )"
+    R"("RegisteredDevices": null}, "Checksum": 1})";
+
+std::filesystem::path sibling_bundle() {
+  auto dir = fuzz::make_scratch("envdev", {"rootfs", "cdi", "kubelet/device-plugins"});
+  std::string y = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n";
+  for (int i = 0; i < 3; ++i)
+    for (std::string name :
+         {std::to_string(i), std::string("GPU-4a3b2c1d-0000-4000-8000-00000000000") + std::to_string(i)})
+      y += "- name: \"" + name + "\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia" +
+           std::to_string(i) +
+           "\n      hostPath: /dev/null\n      type: c\n      major: 195\n      minor: " + std::to_string(i) + "\n";
+  y += "- name: all\n  containerEdits:\n    deviceNodes:\n";
+  for (int i = 0; i < 3; ++i)
+    y += "    - path: /dev/nvidia" + std::to_string(i) +
+         "\n      hostPath: /dev/null\n      type: c\n      major: 195\n      minor: " + std::to_string(i) + "\n";
+  fuzz::write_bytes(dir / "cdi/nvidia.yaml", y);
+  fuzz::write_bytes(dir / "kubelet/device-plugins/kubelet_internal_checkpoint", kCheckpoint);
+  return dir;
+}
+
+void closed_set(std::string_view value) {
+  static const std::filesystem::path bundle = sibling_bundle();
+  static const std::string config =
+      "[chain]\norder = [\"device-plugin\", \"env-devices\", \"cdi\"]\n\n[cdi]\nspec-dirs = [\"" +
+      (bundle / "cdi").string() + "\"]\ncache-dir = \"\"\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" +
+      (bundle / "kubelet").string() +
+      "\"\ndirect-requires-pod-devices = false\n\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\n"
+      "providers = [\"direct\"]\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
+      "on-excess = \"clamp\"\noutside-kubernetes = \"honour\"\nkubelet-root = \"" +
+      (bundle / "kubelet").string() + "\"\n";
+  Json spec = {{"ociVersion", "1.1.0"},
+               {"process",
+                {{"args", Json::array({"/bin/sh"})},
+                 {"cwd", "/"},
+                 {"env", Json::array({"NVIDIA_VISIBLE_DEVICES=" + std::string(value)})}}},
+               {"root", {{"path", "rootfs"}}},
+               {"annotations",
+                {{"specshim.io/pod", "team-a/trainer"}, {"nvidia.com/gpu", std::string("[\"") + kGranted + "\"]"}}}};
+  fuzz::write_bytes(bundle / "config.json", spec.dump());
+  shim::Outcome out;
+  try {
+    out = fuzz::dry_run(bundle, config);
+  } catch (const Error&) {
+    return;  // refused: nothing given
+  }
+  const Json* devices = out.spec.find({"linux", "devices"});
+  if (!devices) return;
+  for (const auto& d : *devices)
+    if (d.value("major", 0) == 195 && d.value("minor", -1) != 0) std::abort();  // beyond the grant
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -39,5 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!q.empty() && !cdi::parse_qualified_name(q)) std::abort();
   }
   if (list.what == DeviceList::What::names && !(parse_device_list(joined) == list)) std::abort();
+  if (size <= 256 && std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+    closed_set(text);
   return 0;
 }
