@@ -553,4 +553,14 @@ std::vector<CheckpointEntry> Checkpoint::entries_for_devices(std::string_view re
   return out;
 }
 
+ResourceDevices Checkpoint::allocated_devices() const {
+  ResourceDevices out;
+  for (const auto& raw : raw_) {
+    auto& ids = out[raw.resource];
+    for (const auto& id : raw.device_ids)
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return out;
+}
+
 }  // namespace specshim::kubelet

@@ -463,7 +463,26 @@ struct DevicePlugin::State {
     }
     log::debug("device-plugin: {} for {}: {} ({})", res.label, target,
                res.answer ? "answer from " + res.source : std::string("skipped"), res.how);
+    if (res.answer && !res.resource->require_env.empty()) require_env(res);
     return remember(key, std::move(res));
+  }
+
+  // require_env fails the create when the answer lacks a key its resource's
+  // require-env lists, on-error notwithstanding: skipping the answer would
+  // not take back the devices containerd already gave a CRI container.
+  void require_env(const Resolution& res) const {
+    const Resource& r = *res.resource;
+    auto missing = missing_env(r.require_env, res.answer->envs);
+    if (missing.empty()) return;
+    std::vector<std::string> quoted, keys;
+    for (const auto& glob : missing) quoted.push_back("`" + glob + "`");
+    for (const auto& [k, v] : res.answer->envs) keys.push_back(k);
+    throw Error(res.label + " for " + target + ": the answer from " + res.source + " (" + res.how + ") has no env " +
+                join(quoted, ", ") + " (require-env of `" + r.name + "`; the answer sets " +
+                (keys.empty() ? std::string("no env") : join_some(keys, ", ")) +
+                "): another device plugin registered `" + r.name +
+                "` may have answered instead of the one that sets it; `specshim doctor` names the plugins "
+                "serving each resource");
   }
 
   const Resolution* remember(const std::string& key, Resolution res) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // [device-plugin] and its [[device-plugin.resources]], read strictly.
+#include <fnmatch.h>
+
 #include <algorithm>
 
 #include "specshim/device_plugin.h"
@@ -30,6 +32,23 @@ bool valid_resource_name(std::string_view n) {
   return std::all_of(n.begin(), n.end(), [](char c) { return c == '/' || name_char(c); });
 }
 
+// read_require_env reads require-env: env keys or fnmatch(3) globs, each
+// once; a key never holds `=` or a control character.
+std::vector<std::string> read_require_env(config::Section& t) {
+  std::vector<std::string> out;
+  auto globs = t.strings("require-env").value_or(std::vector<std::string>{});
+  for (std::size_t i = 0; i < globs.size(); ++i) {
+    const std::string& glob = globs[i];
+    if (glob.empty() || contains_control(glob))
+      t.fail("require-env",
+             "entry " + std::to_string(i) + " must be a non-empty env key or glob without control characters");
+    if (glob.find('=') != std::string::npos) t.fail("require-env", "`" + glob + "` has a `=`, which no env key has");
+    if (std::find(out.begin(), out.end(), glob) != out.end()) t.fail("require-env", "`" + glob + "` listed twice");
+    out.push_back(glob);
+  }
+  return out;
+}
+
 Resource read_resource(config::Section& t, const Config& seen) {
   Resource r;
   auto name = t.string("name");
@@ -55,6 +74,7 @@ Resource read_resource(config::Section& t, const Config& seen) {
     if (r.has(known->first)) t.fail("providers", "provider `" + p + "` listed twice");
     r.providers.push_back(known->first);
   }
+  if (t.has("require-env")) r.require_env = read_require_env(t);
   t.finish();
   return r;
 }
@@ -94,6 +114,16 @@ std::string_view to_string(Provider p) {
 
 bool Resource::has(Provider p) const {
   return std::find(providers.begin(), providers.end(), p) != providers.end();
+}
+
+std::vector<std::string> missing_env(const std::vector<std::string>& require_env,
+                                     const std::vector<std::pair<std::string, std::string>>& envs) {
+  std::vector<std::string> out;
+  for (const auto& glob : require_env)
+    if (std::none_of(envs.begin(), envs.end(),
+                     [&](auto& e) { return ::fnmatch(glob.c_str(), e.first.c_str(), 0) == 0; }))
+      out.push_back(glob);
+  return out;
 }
 
 const Resource* Config::find(std::string_view name) const {

@@ -295,6 +295,32 @@ TEST_CASE("container-sync: a sibling outside CRI gets the devices of the pod's m
   CHECK(node.clients == 1);
 }
 
+TEST_CASE("require-env: a sibling's Allocate answer without the key fails whatever on-error and merges with it") {
+  Node node;
+  node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"nvidia.com/gpu", {"GPU-1"}}}}});
+  FakeDevicePlugin plugin(node.socket("gpu.sock"), {"GPU-1"});
+  std::string table = resource("nvidia.com/gpu", "[\"container-sync\"]",
+                               "socket = \"gpu.sock\"\nallocate = true\non-error = \"skip\"\n"
+                               "require-env = [\"CUDA_DEVICE_MEMORY_LIMIT_*\"]\n");
+  plugin.respond(device_answer("/dev/gpu0", "GPU-1"));
+  Spec spec = spec_with(sibling({{kDevicesFrom, "main"}}));
+  Json before = spec.json();
+  Run lacking(node.modifier(node.config(table)));
+  CHECK_THAT(test::described_error([&] { lacking(spec); }),
+             Contains("device-plugin: `nvidia.com/gpu` GPU-1 for container `ctr-1` of pod `ns/pod`: the answer from "
+                      "Allocate (container-sync) has no env `CUDA_DEVICE_MEMORY_LIMIT_*` (require-env of "
+                      "`nvidia.com/gpu`; the answer sets VISIBLE)"));
+  CHECK(spec.json() == before);
+
+  AllocateResponse hami = device_answer("/dev/gpu0", "GPU-1");
+  hami.envs["CUDA_DEVICE_MEMORY_LIMIT_0"] = "20000m";
+  plugin.respond(hami);
+  Run with(node.modifier(node.config(table)));
+  with(spec);
+  CHECK(spec.json()["process"]["env"] == Json{"PATH=/bin", "CUDA_DEVICE_MEMORY_LIMIT_0=20000m", "VISIBLE=GPU-1"});
+  CHECK(device_paths(spec) == std::vector<std::string>{"/dev/gpu0"});
+}
+
 TEST_CASE("container-sync: an unknown container fails naming the pod, or is skipped") {
   Node node;
   node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"example.com/gpu", {"GPU-1"}}}}});

@@ -2,6 +2,7 @@
 // specshim doctor's kubelet check: the real binary, through the real
 // specshim-kubelet helper, against the in-process fake kubelet and device
 // plugins under a fake host root.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 
@@ -148,4 +149,79 @@ TEST_CASE("doctor: a kubelet that reports no dynamic_resources for any container
                                   "no container has DRA claims (PodResources dynamic_resources): no pod here uses DRA, "
                                   "or the kubelet does not report them (gate KubeletPodResourcesDynamicResources off"));
   REQUIRE(report["problems"] == 0);
+}
+
+// Seed 002: ACK's own GPU plugin and HAMi both register nvidia.com/gpu. The
+// kubelet talks to the last one that registered (ACK's: its devices are the
+// registered ones); HAMi's still answers on its socket, and a pod it served
+// before left its split devices in the checkpoint.
+TEST_CASE("doctor: two device plugins serving one resource are a warning naming both sockets") {
+  KubeletHost h;
+  FakeDevicePlugin ack(h.plugin("ack-gpu.sock"), {"GPU-aaa", "GPU-bbb"});
+  FakeDevicePlugin hami(h.plugin("hami.sock"), {"GPU-aaa-0", "GPU-aaa-1", "GPU-bbb-0", "GPU-bbb-1"});
+  FakeDevicePlugin vfio(h.plugin("vfio.sock"), {"v0"});
+  std::string ack_socket = h.plugin("ack-gpu.sock").string(), hami_socket = h.plugin("hami.sock").string();
+  std::string warning = "`nvidia.com/gpu` is served by 2 device plugins: " + ack_socket + ", " + hami_socket +
+                        "; the kubelet calls only the one that registered last";
+
+  SECTION("known from the checkpoint's allocations") {
+    h.kubelet.set_allocatable({{"nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}}, {"example.com/vfio", {"v0"}}});
+    write_checkpoint(h.kubelet_root, {{"uid-old", "main", "nvidia.com/gpu", {{"0", {"GPU-aaa-0"}}}, std::nullopt}},
+                     {{"nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}}, {"example.com/vfio", {"v0"}}},
+                     CheckpointLayout::numa);
+    auto r = h.run("enabled = true\n");
+    json report = parsed(r);
+    REQUIRE_THAT(report, HasFinding("kubelet", "ok", ack_socket + ": `nvidia.com/gpu`, 2 devices"));
+    REQUIRE_THAT(report, HasFinding("kubelet", "ok", hami_socket + ": `nvidia.com/gpu`, 4 devices"));
+    REQUIRE_THAT(report, HasFinding("kubelet", "warn", warning));
+    json w = finding(report, "kubelet", "is served by");
+    CHECK_THAT(w["text"].get<std::string>(),
+               Catch::Contains("HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i> and CUDA_DEVICE_SM_LIMIT") &&
+                   Catch::Contains("run one plugin per resource") && Catch::Contains("require-env"));
+    CHECK(w["details"] ==
+          json::array({ack_socket + ": 2 devices registered as `nvidia.com/gpu` in the checkpoint, 2 devices "
+                                    "allocatable as `nvidia.com/gpu` (GetAllocatableResources)",
+                       hami_socket + ": 1 device allocated as `nvidia.com/gpu` in the checkpoint"}));
+    auto lines = findings(report, "kubelet");
+    CHECK(std::count_if(lines.begin(), lines.end(), [](auto& f) { return f.starts_with("warn "); }) == 1);
+    REQUIRE(report["problems"] == 0);
+    REQUIRE(r.exit_code == 0);
+    CHECK(ack.calls("Allocate") == 0);
+    CHECK(hami.calls("Allocate") == 0);
+  }
+
+  SECTION("known from the socket the config names, the guard already set") {
+    write_checkpoint(h.kubelet_root, {}, {{"nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}}}, CheckpointLayout::numa);
+    json report =
+        parsed(h.run("enabled = true\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\nsocket = \"hami.sock\"\n"
+                     "providers = [\"kubelet\"]\nrequire-env = [\"CUDA_DEVICE_MEMORY_LIMIT_*\"]\n"));
+    REQUIRE_THAT(report, HasFinding("kubelet", "warn", warning));
+    json w = finding(report, "kubelet", "is served by");
+    CHECK_THAT(
+        w["text"].get<std::string>(),
+        Catch::EndsWith("require-env (`CUDA_DEVICE_MEMORY_LIMIT_*`) makes a create whose answer lacks them fail"));
+    CHECK(w["details"][1] == hami_socket + ": its socket in [[device-plugin.resources]] `nvidia.com/gpu`");
+  }
+}
+
+TEST_CASE("doctor: one plugin per resource is no warning, and devices known as two resources are not guessed") {
+  KubeletHost h;
+  FakeDevicePlugin gpu(h.plugin("nvidia.sock"), {"GPU-a", "GPU-b"});
+  FakeDevicePlugin a(h.plugin("a.sock"), {"0", "1"});
+  FakeDevicePlugin b(h.plugin("b.sock"), {"0", "1"});
+  // a.example.com/dev and b.example.com/dev both number their devices 0 and 1.
+  write_checkpoint(
+      h.kubelet_root, {},
+      {{"nvidia.com/gpu", {"GPU-a", "GPU-b"}}, {"a.example.com/dev", {"0", "1"}}, {"b.example.com/dev", {"0", "1"}}},
+      CheckpointLayout::numa);
+  auto r = h.run("enabled = true\n");
+  json report = parsed(r);
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok", h.plugin("nvidia.sock").string() + ": `nvidia.com/gpu`, 2 devices"));
+  REQUIRE_THAT(report, HasFinding("kubelet", "ok",
+                                  h.plugin("a.sock").string() +
+                                      ": resource unclear (its devices are known as `a.example.com/dev`, "
+                                      "`b.example.com/dev`), 2 devices"));
+  CHECK(finding(report, "kubelet", "is served by").is_null());
+  CHECK(report["problems"] == 0);
+  CHECK(r.exit_code == 0);
 }

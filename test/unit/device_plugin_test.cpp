@@ -122,6 +122,54 @@ TEST_CASE("config: errors name the key") {
              Contains("`device-plugin.resources[1].name`: resource `a.com/g` is listed twice"));
 }
 
+TEST_CASE("config: require-env reads env keys and globs, each checked, default none") {
+  auto c = config_of(R"(
+[device-plugin]
+enabled = true
+[[device-plugin.resources]]
+name = "nvidia.com/gpu"
+providers = ["kubelet"]
+require-env = ["CUDA_DEVICE_MEMORY_LIMIT_*", "CUDA_DEVICE_SM_LIMIT"]
+[[device-plugin.resources]]
+name = "example.com/vfio"
+providers = ["kubelet"]
+)");
+  REQUIRE(c);
+  CHECK(c->resources[0].require_env == std::vector<std::string>{"CUDA_DEVICE_MEMORY_LIMIT_*", "CUDA_DEVICE_SM_LIMIT"});
+  CHECK(c->resources[1].require_env.empty());
+
+  auto err = [](const std::string& value) {
+    return error_of<Error>([&] {
+      config_of(
+          "[device-plugin]\nenabled = true\n[[device-plugin.resources]]\nname = \"a.com/g\"\n"
+          "providers = []\nrequire-env = " +
+          value + "\n");
+    });
+  };
+  CHECK_THAT(err("\"CUDA_DEVICE_SM_LIMIT\""), Contains("`device-plugin.resources[0].require-env`"));
+  CHECK_THAT(err("[1]"), Contains("`device-plugin.resources[0].require-env`"));
+  CHECK_THAT(err("[\"A\", \"\"]"),
+             Contains("`device-plugin.resources[0].require-env`: entry 1 must be a non-empty env key or glob"));
+  CHECK_THAT(err("[\"A\\u0001*\"]"), Contains("entry 0 must be a non-empty env key or glob without control"));
+  CHECK_THAT(err("[\"CUDA=1\"]"), Contains("`CUDA=1` has a `=`, which no env key has"));
+  CHECK_THAT(err("[\"A*\", \"A*\"]"), Contains("`A*` listed twice"));
+}
+
+TEST_CASE("missing_env: a glob is met by any key it matches, fnmatch-style") {
+  std::vector<std::pair<std::string, std::string>> hami = {
+      {"NVIDIA_VISIBLE_DEVICES", "GPU-1"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "1000m"}, {"CUDA_DEVICE_SM_LIMIT", "50"}};
+  std::vector<std::pair<std::string, std::string>> plain = {{"NVIDIA_VISIBLE_DEVICES", "GPU-1"}};
+  std::vector<std::string> want = {"CUDA_DEVICE_MEMORY_LIMIT_*", "CUDA_DEVICE_SM_LIMIT"};
+  CHECK(missing_env(want, hami).empty());
+  CHECK(missing_env(want, plain) == want);
+  CHECK(missing_env(want, {}) == want);
+  CHECK(missing_env({}, plain).empty());
+  CHECK(missing_env({"CUDA_DEVICE_MEMORY_LIMIT_?"}, hami).empty());
+  CHECK(missing_env({"CUDA_DEVICE_MEMORY_LIMIT_[1-9]"}, hami) ==
+        std::vector<std::string>{"CUDA_DEVICE_MEMORY_LIMIT_[1-9]"});
+  CHECK(missing_env({"CUDA_DEVICE_MEMORY_LIMIT"}, hami) == std::vector<std::string>{"CUDA_DEVICE_MEMORY_LIMIT"});
+}
+
 TEST_CASE("config: [device-plugin.dra] off by default, drivers as listed, no resource needed") {
   auto off = config_of("[device-plugin]\nenabled = true\n");
   REQUIRE(off);

@@ -6,8 +6,13 @@
 // create calls it, then List for what pods hold besides devices: DRA claims,
 // exclusive CPUs, pinned memory), every device plugin's device list, and the
 // device manager's checkpoint. With the modifier off the kubelet is still probed,
-// but nothing found here is a problem.
+// but nothing found here is a problem. Two plugins serving one resource are a
+// warning either way: the kubelet itself hands pods one plugin's answer.
 #include <algorithm>
+#include <exception>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "doctor/doctor.h"
 #include "specshim/kubelet/checkpoint.h"
@@ -61,12 +66,25 @@ std::vector<std::string> assignment_lines(const std::string& who, const kubelet:
   return out;
 }
 
+// Served is what the node says about the resource one plugin serves: the
+// resource its devices are known as (the checkpoint's registered and
+// allocated devices, GetAllocatableResources) or, with none of them, the
+// [[device-plugin.resources]] entry that names its socket; why, for the
+// report; tied, the resources its devices are known as equally often.
+struct Served {
+  std::string resource;  // empty: unknown or tied
+  std::vector<std::string> why;
+  std::vector<std::string> tied;
+};
+
 // Probe is one run of the check: where the kubelet is, how long each call
 // may take, and how bad a kubelet that does not answer is.
 class Probe {
  public:
   Probe(const Host& host, const Loaded& loaded, Check& check)
-      : root_(host.path(loaded.device_plugin.kubelet_root.string())),
+      : host_(host),
+        config_(loaded.device_plugin),
+        root_(host.path(loaded.device_plugin.kubelet_root.string())),
         budget_(loaded.device_plugin.budget),
         problem_(loaded.on("device-plugin") ? Status::fail : Status::info),
         check_(check) {}
@@ -99,6 +117,7 @@ class Probe {
       check_.add(problem_, e.what());
       return;
     }
+    auto sources = evidence();
     for (const auto& p : plugins) {
       if (!p.reachable()) {
         check_.add(problem_, p.error);
@@ -111,8 +130,13 @@ class Probe {
         unhealthy += !healthy;
         ids.push_back(healthy ? d.id : d.id + " (" + (d.health.empty() ? "no health" : d.health) + ")");
       }
-      std::string resource =
-          p.resource.empty() ? "resource unknown (not registered in the checkpoint)" : "`" + p.resource + "`";
+      Served served = serves(p, sources);
+      std::string resource = "`" + served.resource + "`";
+      if (served.resource.empty())
+        resource = served.tied.empty() ? "resource unknown (its devices are neither in the checkpoint nor allocatable)"
+                                       : "resource unclear (its devices are known as " + ticked(served.tied) + ")";
+      else
+        by_resource_[served.resource].emplace_back(p.socket.string(), join(served.why, ", "));
       check_.add(Status::ok,
                  p.socket.string() + ": " + resource + ", " + count(p.devices.size(), "device") +
                      (unhealthy ? " (" + std::to_string(unhealthy) + " not healthy)" : ""),
@@ -120,11 +144,40 @@ class Probe {
     }
   }
 
-  // checkpoint reads the file the modifier reads first, with its reader.
+  // shared warns about every resource more than one reachable plugin
+  // serves. The kubelet keeps one endpoint per resource name, the last to
+  // register, and hands a pod that plugin's Allocate answer alone: what the
+  // other's answer sets (HAMi's memory and compute limits) is lost, silently.
+  void shared() {
+    for (const auto& [resource, plugins] : by_resource_) {
+      if (plugins.size() < 2) continue;
+      std::vector<std::string> sockets, why;
+      for (const auto& [socket, evidence] : plugins) {
+        sockets.push_back(socket);
+        why.push_back(socket + ": " + evidence);
+      }
+      std::string guard =
+          "list the env keys a pod must get (e.g. CUDA_DEVICE_MEMORY_LIMIT_*) in the resource's "
+          "[[device-plugin.resources]] require-env, so a create whose answer lacks them fails";
+      if (const auto* r = config_.find(resource); r && !r->require_env.empty())
+        guard = "require-env (" + ticked(r->require_env) + ") makes a create whose answer lacks them fail";
+      check_.add(Status::warn,
+                 "`" + resource + "` is served by " + std::to_string(plugins.size()) +
+                     " device plugins: " + join(sockets, ", ") +
+                     "; the kubelet calls only the one that registered last, so a pod gets that plugin's "
+                     "Allocate answer alone, without what the others' answers set (HAMi's "
+                     "CUDA_DEVICE_MEMORY_LIMIT_<i> and CUDA_DEVICE_SM_LIMIT: its memory and compute limits); run "
+                     "one plugin per resource; " +
+                     guard,
+                 why);
+    }
+  }
+
+  // checkpoint reports the file the modifier reads first, read with its reader.
   void checkpoint() {
     fs::path file = kubelet::checkpoint_file(root_);
     try {
-      auto cp = kubelet::Checkpoint::read(file);
+      const auto& cp = loaded_checkpoint();
       if (!cp) {
         check_.add(Status::info, file.string() + ": absent (creates ask PodResources instead)");
         return;
@@ -173,6 +226,7 @@ class Probe {
   bool allocatable(const fs::path& socket) {
     try {
       auto devices = client_->allocatable(kubelet::Budget(budget_));
+      allocatable_ = devices;
       check_.add(Status::ok, socket.string() + ": GetAllocatableResources: " + count(devices.size(), "resource") +
                                  ", " + count(total(devices), "device"));
       for (const auto& [resource, ids] : devices)
@@ -240,12 +294,103 @@ class Probe {
                  "1.34 without the gate on); [device-plugin.dra] hands nothing to siblings then");
   }
 
+  // loaded_checkpoint reads the checkpoint once, for the plugins' resources
+  // and for its own report; a read error is thrown each time it is asked.
+  const std::optional<kubelet::Checkpoint>& loaded_checkpoint() {
+    if (!checkpoint_read_) {
+      checkpoint_read_ = true;
+      try {
+        checkpoint_ = kubelet::Checkpoint::read(kubelet::checkpoint_file(root_));
+      } catch (const kubelet::Error&) {
+        checkpoint_error_ = std::current_exception();
+      }
+    }
+    if (checkpoint_error_) std::rethrow_exception(checkpoint_error_);
+    return checkpoint_;
+  }
+
+  // Sources are the device IDs the node knows per resource, by how it knows
+  // them: "registered", "allocated" (the checkpoint), "allocatable".
+  using Sources = std::vector<std::pair<std::string, kubelet::ResourceDevices>>;
+
+  // evidence gathers the sources: the checkpoint's (an unreadable one is
+  // left out here; checkpoint() reports it) and GetAllocatableResources'.
+  Sources evidence() {
+    Sources out;
+    try {
+      if (const auto& cp = loaded_checkpoint()) {
+        out.emplace_back("registered", cp->registered_devices());
+        out.emplace_back("allocated", cp->allocated_devices());
+      }
+    } catch (const kubelet::Error&) {
+      // checkpoint() reports it; the other sources still tell.
+    }
+    out.emplace_back("allocatable", allocatable_);
+    return out;
+  }
+
+  // serves finds the resource plugin p serves: the one most of its devices
+  // are known as, from what the kubelet registered, allocated (pods gone
+  // included: a plugin that lost its registration to another still lists
+  // them) or reports allocatable; a tie is no answer. A plugin whose devices
+  // none of these name serves the resource whose configured socket it is.
+  Served serves(const kubelet::PluginInfo& p, const Sources& sources) const {
+    std::set<std::string> listed;
+    for (const auto& d : p.devices) listed.insert(d.id);
+    std::map<std::string, std::set<std::string>> known;  // resource -> devices of p known as it
+    std::map<std::string, std::vector<std::string>> why;
+    for (const auto& [source, devices] : sources)
+      for (const auto& [resource, ids] : devices) {
+        std::size_t n = 0;
+        for (const auto& id : ids)
+          if (listed.count(id)) {
+            ++n;
+            known[resource].insert(id);
+          }
+        if (n)
+          why[resource].push_back(count(n, "device") + " " + source + " as `" + resource + "`" +
+                                  (source == "allocatable" ? " (GetAllocatableResources)" : " in the checkpoint"));
+      }
+    Served out;
+    std::size_t best = 0;
+    for (const auto& [resource, ids] : known) {
+      if (ids.size() > best) best = ids.size(), out.tied.clear();
+      if (ids.size() == best && best) out.tied.push_back(resource);
+    }
+    if (out.tied.size() == 1) {
+      out.resource = out.tied.front();
+      out.why = why[out.resource];
+      out.tied.clear();
+    }
+    if (best) return out;
+    for (const auto& r : config_.resources) {
+      if (r.socket.empty()) continue;
+      fs::path socket = r.socket[0] == '/' ? host_.path(r.socket) : kubelet::device_plugin_dir(root_) / r.socket;
+      if (socket.lexically_normal() == p.socket.lexically_normal())
+        return {r.name, {"its socket in [[device-plugin.resources]] `" + r.name + "`"}, {}};
+    }
+    return out;
+  }
+
+  static std::string ticked(const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const auto& i : items) out.push_back("`" + i + "`");
+    return join(out, ", ");
+  }
+
+  const Host& host_;
+  const device_plugin::Config& config_;
   fs::path root_;
   std::chrono::milliseconds budget_;
   Status problem_;
   Check& check_;
   std::unique_ptr<kubelet::KubeletClient> client_;
   bool helper_failed_ = false;
+  kubelet::ResourceDevices allocatable_;
+  bool checkpoint_read_ = false;
+  std::optional<kubelet::Checkpoint> checkpoint_;
+  std::exception_ptr checkpoint_error_;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_resource_;  // socket, why
 };
 
 }  // namespace
@@ -258,6 +403,7 @@ Check check_kubelet(const Host& host, const Loaded& loaded) {
   probe.pod_resources();
   probe.plugins();
   probe.checkpoint();
+  probe.shared();
   return c;
 }
 

@@ -58,8 +58,17 @@ struct Resource {
   bool allocate = false;
   OnError on_error = OnError::fail;
   std::vector<Provider> providers;
+  // require_env are env keys, fnmatch(3) globs ("CUDA_DEVICE_MEMORY_LIMIT_*"),
+  // each of which some key of every answer merged for this resource must
+  // match: a plugin that answered instead of the one that sets them (two
+  // plugins registering one resource) fails the create, whatever on-error.
+  std::vector<std::string> require_env;
   bool has(Provider p) const;
 };
+
+// missing_env returns the globs of require_env that no key of envs matches.
+std::vector<std::string> missing_env(const std::vector<std::string>& require_env,
+                                     const std::vector<std::pair<std::string, std::string>>& envs);
 
 // Dra is [device-plugin.dra]: container-sync and pod-sync siblings also get
 // the CDI names of their source containers' DRA claims (PodResources

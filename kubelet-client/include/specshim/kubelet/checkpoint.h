@@ -39,6 +39,9 @@ class Checkpoint {
                                                    const std::vector<std::string>& device_ids) const;
   // registered_devices is Data.RegisteredDevices: healthy IDs per resource.
   const ResourceDevices& registered_devices() const { return registered_; }
+  // allocated_devices is the device IDs of every entry per resource, each
+  // once, in entry order: what the kubelet allocated, pods gone included.
+  ResourceDevices allocated_devices() const;
   std::size_t size() const { return raw_.size(); }
 
   // RawEntry is an entry as read: AllocResp still base64, decoded on lookup.
