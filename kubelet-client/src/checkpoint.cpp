@@ -538,6 +538,20 @@ std::vector<CheckpointEntry> Checkpoint::entries(std::string_view pod_uid, std::
   return out;
 }
 
+std::vector<CheckpointEntry> Checkpoint::entries_of_pod(std::string_view pod_uid) const {
+  std::vector<CheckpointEntry> out;
+  for (const auto& raw : raw_)
+    if (raw.pod_uid == pod_uid) out.push_back(decoded(raw));
+  return out;
+}
+
+std::vector<CheckpointEntry> Checkpoint::entries_of_resources(const std::function<bool(std::string_view)>& keep) const {
+  std::vector<CheckpointEntry> out;
+  for (const auto& raw : raw_)
+    if (keep(raw.resource)) out.push_back(decoded(raw));
+  return out;
+}
+
 std::vector<CheckpointEntry> Checkpoint::entries_for_devices(std::string_view resource,
                                                              const std::vector<std::string>& device_ids) const {
   std::vector<std::string> want = device_ids;

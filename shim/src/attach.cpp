@@ -83,6 +83,8 @@ int attach_main(const std::vector<std::string>& argv) {
       Wanted w;
       for (const auto& a : args) w.devices.push_back(device_wanted(a));
       if (!cdis.empty()) cdi_wanted(t, cdis, w);
+      auto bound = bound_of(t.doc, proc);
+      check_bound(bound.get(), t, w);
       BundleLock lock(t.state.bundle);
       Record before = current_record(t.state.bundle, t.id);
       Plan p = plan(before, w);

@@ -16,6 +16,7 @@
 #include "specshim/hotplug.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
+#include "specshim/pod_allocation.h"
 #include "specshim/spec.h"
 
 namespace specshim::shim::attach {
@@ -152,6 +153,20 @@ RecordedDevice device_wanted(const DeviceArg& a);
 void cdi_wanted(const Target& t, const std::vector<std::string>& names, Wanted& w);
 // gpu_nodes maps GPU UUIDs to their nodes through <proc>/driver/nvidia/gpus.
 std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const std::string& proc);
+
+// Bound is [hotplug] bound as attach and reconcile apply it (the hotplug
+// modifier applies the same check at create): what the node's kubelet, CDI
+// spec dirs and driver say, read once for its life (one attach, one
+// reconcile pass). Off (bound = "none"): no Bound is made.
+using Bound = pod_allocation::Node;
+// bound_of returns the Bound when the config's [hotplug] bound is
+// "pod-allocation" (proc: where the driver's GPU list is), else nullptr.
+std::unique_ptr<Bound> bound_of(const config::Document& doc, const std::string& proc);
+// check_bound throws pod_allocation::Refused when w would give t an
+// accelerator the kubelet did not allocate to a container of t's pod,
+// naming each such device (and its GPU), the pod and what the pod holds.
+// A null bound checks nothing.
+void check_bound(Bound* bound, const Target& t, const Wanted& w);
 
 // Plan is the record after an attach and what in it is new.
 struct Plan {

@@ -345,6 +345,27 @@ std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const 
   return nodes;
 }
 
+std::unique_ptr<Bound> bound_of(const config::Document& doc, const std::string& proc) {
+  auto root = doc.root();
+  auto section = root.section("hotplug");
+  if (hotplug::read_config(section).bound == hotplug::Bound::none) return nullptr;
+  auto sources = pod_allocation::read_sources(root, proc);
+  auto lookup = pod_allocation::helper_lookup(sources);
+  return std::make_unique<Bound>(std::move(sources), std::move(lookup));
+}
+
+void check_bound(Bound* bound, const Target& t, const Wanted& w) {
+  if (!bound) return;
+  std::vector<pod_allocation::Want> wants;
+  for (const auto& d : w.devices) {
+    std::string what = !d.reconcile.empty() ? d.reconcile.front()
+                       : !d.cdi.empty()     ? "CDI device " + q(d.cdi.front())
+                                            : "device " + q(d.host_path);
+    wants.push_back({what, d.host_path, {d.type, d.major, d.minor}});
+  }
+  pod_allocation::check_bound(*bound, pod_allocation::target_of(t.spec), wants);
+}
+
 // plan merges what is wanted into the record: a node at a path already
 // attached with the same device and permissions only gains a reference;
 // another device there is an error.

@@ -33,6 +33,7 @@
 #include "specshim/hotplug.h"
 #include "specshim/modifier.h"
 #include "specshim/nvidia_gpus.h"
+#include "specshim/pod_allocation.h"
 #include "verb_cli.h"
 #include "verbs.h"
 
@@ -110,6 +111,12 @@ class Reconciler {
     }
     last_report_.clear();
     bool ok = true;
+    try {
+      bound_ = bound_of(doc_, proc_);  // read afresh each pass: what the kubelet allocated changes
+    } catch (const std::exception& e) {
+      std::cerr << "specshim reconcile: " << describe(e) << "\n";
+      return false;
+    }
     std::vector<live::ContainerState> containers;
     try {
       containers = live::runtime_list(runtime_, options_.root);
@@ -206,10 +213,11 @@ class Reconciler {
         for (auto& m : after.mounts) std::erase(m.reconcile, k);
         if (k.rfind("cdi ", 0) == 0 && std::erase(after.create_cdi, k.substr(4))) stays.push_back(k);
       }
-      after.reconciled = wanted;
       std::erase_if(after.devices, [](const RecordedDevice& dev) { return !dev.held(); });
       std::erase_if(after.mounts, [](const RecordedMount& m) { return !m.held(); });
       Wanted w;
+      std::vector<std::string>
+          refused;  // wants [hotplug] bound refuses: not given, not recorded, asked again next pass
       for (const auto& k : added) {
         Wanted one;
         if (k.rfind("device ", 0) == 0) {
@@ -221,12 +229,22 @@ class Reconciler {
           cdi_wanted(t, {k.substr(4)}, one);
         }
         own(one, k);
+        try {
+          check_bound(bound_.get(), t, one);
+        } catch (const pod_allocation::Refused& e) {
+          std::cerr << "specshim reconcile: " << who << ": refused " << e.what() << "\n";
+          refused.push_back(k);
+          continue;
+        }
         for (const auto& n : one.not_applied)
           std::cout << who << ": " << k << ": " << n.edit << " " << q(n.value)
                     << " not applied (a running container cannot take it)\n";
         w.devices.insert(w.devices.end(), one.devices.begin(), one.devices.end());
         w.mounts.insert(w.mounts.end(), one.mounts.begin(), one.mounts.end());
       }
+      after.reconciled.clear();
+      for (const auto& k : wanted)
+        if (std::find(refused.begin(), refused.end(), k) == refused.end()) after.reconciled.push_back(k);
       Change ch = transition(t, before, plan(after, w).record);
       for (const auto& k : stays)
         std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
@@ -242,7 +260,8 @@ class Reconciler {
       // A want whose nodes were already there (attached by hand) is recorded
       // as reconcile's too; one dropped while another holds its node stays.
       for (const auto& k : added)
-        if (std::none_of(ch.made.begin(), ch.made.end(), [&](const auto& dev) { return holds(dev.reconcile, k); }) &&
+        if (std::find(refused.begin(), refused.end(), k) == refused.end() &&
+            std::none_of(ch.made.begin(), ch.made.end(), [&](const auto& dev) { return holds(dev.reconcile, k); }) &&
             std::none_of(ch.mounted.begin(), ch.mounted.end(), [&](const auto& m) { return holds(m.reconcile, k); }))
           std::cout << who << ": " << k << ": already there; recorded as reconcile's\n";
       for (const auto& k : dropped)
@@ -251,7 +270,7 @@ class Reconciler {
                           [&](const auto& b) { return b.path == dev.path && holds(b.reconcile, k); }))
             std::cout << who << ": " << k << ": released; " << dev.path << " stays, held by " << attached_by(dev)
                       << "\n";
-      return true;
+      return refused.empty();
     } catch (const std::exception& e) {
       std::cerr << "specshim reconcile: " << who << ": " << describe(e) << "\n";
       return false;
@@ -272,6 +291,7 @@ class Reconciler {
   std::string desired_;
   std::string proc_;
   std::optional<std::vector<nvidia::Gpu>> gpus_;
+  std::unique_ptr<Bound> bound_;  // [hotplug] bound = "pod-allocation": this pass's view of the kubelet
   std::string last_report_;
   std::set<std::string> unmatched_;
 };

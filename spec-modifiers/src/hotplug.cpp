@@ -18,6 +18,7 @@
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 #include "specshim/nvidia_gpus.h"
+#include "specshim/pod_allocation.h"
 
 namespace specshim::hotplug {
 namespace {
@@ -28,15 +29,16 @@ std::string q(std::string_view s) {
 
 class Hotplug : public Modifier {
  public:
-  Hotplug(Config c, std::shared_ptr<bool> cdi_on) : config_(std::move(c)), cdi_on_(std::move(cdi_on)) {}
+  // bound is set when [hotplug] bound = "pod-allocation": the sources of the
+  // accelerators and the kubelet's PodResources (the create's session).
+  Hotplug(Config c, std::shared_ptr<bool> cdi_on, std::optional<pod_allocation::Sources> bound = std::nullopt,
+          pod_allocation::PodResourcesLookup lookup = nullptr)
+      : config_(std::move(c)), cdi_on_(std::move(cdi_on)), bound_(std::move(bound)), lookup_(std::move(lookup)) {}
   std::string_view name() const override { return "hotplug"; }
 
   void apply(Spec& spec, Context& ctx) override {
     if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
-    if (!decided_) {
-      decided_ = decide(spec, ctx);
-      drop_spec_own(spec, *decided_);
-    }
+    if (!decided_) decided_ = decide(spec, ctx);
     Grant& g = *decided_;
     if (g.devices.empty() && g.cdi.empty()) return;
     std::vector<DeviceRule> rules = read_device_rules(spec);
@@ -108,8 +110,29 @@ class Hotplug : public Modifier {
       log::warn("hotplug: {}: the cdi modifier is off, so its CDI devices are not given at create", what);
     else
       g.cdi = e->cdi;
+    drop_spec_own(spec, g);
+    try {
+      check_bound(spec, g);
+    } catch (const std::exception&) {
+      std::throw_with_nested(Error(what));
+    }
     log::debug("hotplug: {}: {} device(s), {} CDI device(s)", what, g.devices.size(), g.cdi.size());
     return g;
+  }
+
+  // check_bound refuses, under [hotplug] bound = "pod-allocation", an
+  // accelerator the kubelet did not allocate to a container of this
+  // container's pod: the nodes the grant puts in the spec and those of the
+  // CDI devices it hands to cdi. The kubelet is asked only when one is an
+  // accelerator.
+  void check_bound(const Spec& spec, const Grant& g) {
+    if (!bound_ || (g.devices.empty() && g.cdi.empty())) return;
+    pod_allocation::Node node(*bound_, lookup_);
+    std::vector<pod_allocation::Want> wants;
+    for (const auto& d : g.devices) wants.push_back({d.key, d.host_path, {d.type, d.major, d.minor}});
+    for (const auto& name : g.cdi)
+      for (auto& w : node.cdi_wants(name, "cdi " + name)) wants.push_back(std::move(w));
+    pod_allocation::check_bound(node, pod_allocation::target_of(spec), wants);
   }
 
   // spec_node is the spec's linux.devices entry at path, or nullptr.
@@ -155,6 +178,8 @@ class Hotplug : public Modifier {
 
   Config config_;
   std::shared_ptr<bool> cdi_on_;
+  std::optional<pod_allocation::Sources> bound_;
+  pod_allocation::PodResourcesLookup lookup_;
   std::optional<Grant> decided_;
 };
 
@@ -166,7 +191,14 @@ namespace specshim {
 std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared) {
   hotplug::Config c = hotplug::read_config(section);
   if (!c.enabled) return nullptr;
-  return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
+  if (c.bound == hotplug::Bound::none) return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
+  if (!shared.root) section.fail("bound", "needs the whole config (the resources it binds)");
+  pod_allocation::Sources sources = pod_allocation::read_sources(*shared.root, c.proc);
+  kubelet::ClientOptions options{sources.kubelet_root};
+  auto session = shared.kubelet.session(sources.kubelet_root, sources.budget,
+                                        [options] { return kubelet::make_helper_client(options); });
+  auto lookup = [session](const std::string& ns, const std::string& name) { return session->pod_resources(ns, name); };
+  return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on, std::move(sources), std::move(lookup));
 }
 
 }  // namespace specshim

@@ -206,6 +206,12 @@ Config read_config(config::Section& s) {
   c.enabled = s.boolean("enabled").value_or(false);
   c.desired = s.string("desired").value_or(kDefaultDesired);
   c.proc = s.string("proc").value_or("/proc");
+  if (auto b = s.string("bound")) {
+    if (*b == "pod-allocation")
+      c.bound = Bound::pod_allocation;
+    else if (*b != "none")
+      s.fail("bound", "must be \"none\" or \"pod-allocation\", got `" + *b + "`");
+  }
   for (auto [key, value] : {std::pair{"desired", &c.desired}, {"proc", &c.proc}})
     if (value->empty() || (*value)[0] != '/') s.fail(key, "must be an absolute path");
   return c;

@@ -66,6 +66,7 @@ Chain build_chain(config::Section& root) {
   Shared shared;  // each modifier keeps what it uses
   config::Section kubelet = root.section("kubelet");
   shared.kubelet_keys = read_kubelet_table(kubelet);
+  shared.root = &root;
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view

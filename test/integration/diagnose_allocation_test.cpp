@@ -110,6 +110,13 @@ void env(BusyboxBundle& b, const std::vector<std::string>& entries) {
   for (const auto& e : entries) b.spec()["process"]["env"].push_back(e);
 }
 
+// granted_as_answered: a CRI container of the pod with /dev/accel0 and the
+// plugin's env, as host.grant()'s answer gives them.
+void granted_as_answered(BusyboxBundle& b) {
+  cri_accel(b);
+  env(b, {"ACCEL_VISIBLE=0"});
+}
+
 // diagnose runs diagnose on the container (diagnose_report.h keeps the
 // report's contract) and asserts it names the container and its pod.
 Diagnosis diagnose_trainer(const Specshim& specshim) {
@@ -124,14 +131,7 @@ Diagnosis diagnose_trainer(const Specshim& specshim) {
 TEST_CASE("diagnose allocation: a checkpoint grant whose node and env reached the spec is ok in every layer") {
   Host host;
   host.grant();
-  Running c(
-      host.tmp / "c",
-      [](BusyboxBundle& b) {
-        cri(b);
-        accel(b);
-        env(b, {"ACCEL_VISIBLE=0"});
-      },
-      "it-diag-alloc");
+  Running c(host.tmp / "c", granted_as_answered, "it-diag-alloc");
   Specshim specshim{c, host.config};
   REQUIRE(c.sh("(: > /dev/accel0) && echo open-ok") == "open-ok\n");
 
@@ -352,4 +352,47 @@ TEST_CASE("diagnose allocation: a kubelet with PodResources Get disabled still g
   CHECK(kubelet.calls("List") >= 1);
   CHECK(statuses(d.report, "allocation", "/dev/accel0") == std::set<std::string>{"ok"});
   CHECK(any_contains(messages(d.report, "allocation", "/dev/accel0", "ok"), "accel-claim"));
+}
+
+TEST_CASE("diagnose allocation: a hot-plugged GPU beyond the container's grant fails the allocation layer alone") {
+  // The config knows example.com/accel (so the granted c 1:11 is an
+  // accelerator) and a driver list under a fake proc: another pod's GPU, a
+  // stand-in /dev/nvidia238 (c 1:12), which `specshim attach` gives the
+  // container by hand (no bound in the config).
+  Host host;
+  host.grant();
+  const std::string foreign = "GPU-0c0c0c0c-0000-1111-2222-333344445555";
+  fs::path proc = host.tmp / "proc";
+  StandInGpu gpu(proc, "0000:af:00.0", foreign, 238, 12);
+  write_file(host.config, read_file(host.config) + "\n[[device-plugin.resources]]\nname = \"" + kResource +
+                              "\"\nproviders = [\"kubelet\"]\n\n[hotplug]\nproc = \"" + proc.string() + "\"\n");
+  FakeKubelet kubelet(host.kubelet);
+  kubelet.add_pod("team-a", "trainer", kUid, {{"main", {{kResource, {"accel-0"}}}}});
+  Running c(host.tmp / "c", granted_as_answered, "it-diag-alloc");
+  Specshim specshim{c, host.config};
+
+  auto d = diagnose_trainer(specshim);
+  INFO(d.r.out);
+  REQUIRE(d.r.exit_code == 0);
+  CHECK(any_contains(messages(d.report, "allocation", "/dev/accel0", "ok"),
+                     "(c 1:11, of `example.com/accel`), from the spec (linux.devices): granted to container `main` "
+                     "of pod `team-a/trainer`"));
+
+  auto a = specshim.attach({"--device", gpu.node() + ":/dev/accel-extra"});
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  d = diagnose_trainer(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"allocation"});
+  CHECK(failing_subjects(d.report, "allocation") == std::set<std::string>{"/dev/accel-extra"});
+  auto failed = failing_messages(d.report, "allocation", "/dev/accel-extra");
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0] == gpu.node() + " (c 1:12, GPU " + foreign +
+                         ", of the NVIDIA driver) opens here, from the hot-plug record (--device " + gpu.node() +
+                         "), beyond the grant of container `main` of pod `team-a/trainer`: `example.com/accel` "
+                         "accel-0 of container `main` (c 1:11)");
+  auto hint = checks(d.report, "allocation", "/dev/accel-extra")[0]["hint"].get<std::string>();
+  CHECK_THAT(hint, Catch::Contains("specshim detach"));
+  CHECK(statuses(d.report, "hot-plug", "/dev/accel-extra") == std::set<std::string>{"ok"});
 }

@@ -22,9 +22,9 @@ void list_gpu(const std::filesystem::path& proc, const std::string& address, con
 }
 
 StandInGpu::StandInGpu(const std::filesystem::path& proc, const std::string& address, const std::string& uuid,
-                       int minor)
+                       int minor, unsigned node_minor)
     : node_("/dev/nvidia" + std::to_string(minor)) {
-  REQUIRE(::mknod(node_.c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
+  REQUIRE(::mknod(node_.c_str(), S_IFCHR | 0666, makedev(1, node_minor)) == 0);
   list_gpu(proc, address, uuid, minor);
 }
 

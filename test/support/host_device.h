@@ -24,10 +24,14 @@ struct HostDevice {
 // StandInGpu is an NVIDIA GPU as the driver lists it under proc
 // (<proc>/driver/nvidia/gpus/<address>/information: its UUID and minor), with
 // a stand-in node /dev/nvidia<minor> on the host: the 1:11 test numbers (no
-// driver gives a GPU that minor, so tests pick minors apart), removed at the end.
+// driver gives a GPU that minor, so tests pick minors apart), removed at the
+// end. Tests that need two GPUs to be two devices give the second another
+// node minor (c 1:12: it never opens, but runc's default rules do not allow
+// it either, so only what is attached reaches it).
 class StandInGpu {
  public:
-  StandInGpu(const std::filesystem::path& proc, const std::string& address, const std::string& uuid, int minor);
+  StandInGpu(const std::filesystem::path& proc, const std::string& address, const std::string& uuid, int minor,
+             unsigned node_minor = 11);
   ~StandInGpu();
   StandInGpu(const StandInGpu&) = delete;
   StandInGpu& operator=(const StandInGpu&) = delete;

@@ -415,6 +415,20 @@ TEST_CASE("hotplug config: defaults, and paths must be absolute") {
   CHECK_THAT(described_error([&] { read("[hotplug]\nenable = true\n"); }), Contains("unknown key `hotplug.enable`"));
 }
 
+TEST_CASE("hotplug config: bound is none by default, pod-allocation when asked, anything else refused") {
+  auto bound = [](const std::string& text) {
+    auto doc = config::Document::parse(text, "c.toml");
+    auto root = doc.root();
+    auto s = root.section("hotplug");
+    return read_config(s).bound;
+  };
+  CHECK(bound("") == Bound::none);
+  CHECK(bound("[hotplug]\nbound = \"none\"\n") == Bound::none);
+  CHECK(bound("[hotplug]\nbound = \"pod-allocation\"\n") == Bound::pod_allocation);
+  CHECK_THAT(described_error([&] { bound("[hotplug]\nbound = \"pod\"\n"); }),
+             Contains("`hotplug.bound`: must be \"none\" or \"pod-allocation\", got `pod`"));
+}
+
 // ---- read_desired ----
 
 namespace {

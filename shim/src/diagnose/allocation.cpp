@@ -4,16 +4,20 @@
 // answers cached in the device manager's checkpoint (a file), and the CDI
 // devices of its DRA claims, which only PodResources tells (one List-free
 // Get through the kubelet helper, within [kubelet] budget-ms, when the
-// kubelet's PodResources socket exists).
+// kubelet's PodResources socket exists). Then the other way round: the
+// accelerator nodes any container can open (spec, hot-plug record,
+// privileged) beyond its grant (specshim/pod_allocation.h).
 #include <algorithm>
 
 #include "diagnose/diagnose.h"
 #include "specshim/cdi.h"
+#include "specshim/device_rules.h"
 #include "specshim/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/errors.h"
+#include "specshim/pod_allocation.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -182,9 +186,9 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
   }
 }
 
-}  // namespace
-
-std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r) {
+// check_granted compares what the kubelet granted a CRI container (the
+// checkpoint's answers, PodResources' DRA claims) with its spec.
+std::vector<Device> check_granted(const Setup& setup, const Container& c, Report& r) {
   std::vector<Device> out;
   const auto& id = c.identity;
   if (auto from = c.spec.annotation(device_plugin::kDevicesFrom))
@@ -207,6 +211,148 @@ std::vector<Device> check_allocation(const Setup& setup, const Container& c, Rep
   }
   check_checkpoint(setup, c, r, out);
   check_claims(setup, c, r, out);
+  return out;
+}
+
+// Opening is an accelerator node the container can open, and how it got it.
+struct Opening {
+  std::string path;  // in the container (a privileged container's: the host path)
+  pod_allocation::DeviceNumber number;
+  std::vector<std::string> how;  // "the spec (linux.devices)", "the hot-plug record (--device …)", "privileged (…)"
+  bool spec = false;
+  bool record = false;
+  bool privileged = false;
+};
+
+void add_opening(std::vector<Opening>& list, const std::string& path, const pod_allocation::DeviceNumber& n,
+                 const std::string& how, bool spec, bool record, bool privileged) {
+  auto it = std::find_if(list.begin(), list.end(), [&](const Opening& o) { return o.number == n && o.path == path; });
+  if (it == list.end()) it = list.insert(list.end(), Opening{path, n, {}});
+  if (std::find(it->how.begin(), it->how.end(), how) == it->how.end()) it->how.push_back(how);
+  it->spec = it->spec || spec;
+  it->record = it->record || record;
+  it->privileged = it->privileged || privileged;
+}
+
+// allows_every_device: the spec's rules hold an allow of type `a`, as the
+// runtime gives a privileged container.
+bool allows_every_device(const Spec& spec) {
+  try {
+    auto rules = read_device_rules(spec);
+    return std::any_of(rules.begin(), rules.end(), [](const DeviceRule& d) { return d.allow && d.type == 'a'; });
+  } catch (const Error&) {
+    return false;  // the cgroup layer judges malformed rules
+  }
+}
+
+// openings are the accelerators among what the container can open: its
+// spec's linux.devices and device bind mounts, attach's record, and for a
+// container whose rules allow every device, each accelerator the host's
+// /dev has.
+std::vector<Opening> openings(const Container& c, pod_allocation::Node& node) {
+  std::vector<Opening> out;
+  auto accelerator = [&](const pod_allocation::DeviceNumber& n) { return node.accelerator(n) != nullptr; };
+  if (const Json* list = c.spec.find({"linux", "devices"}); list && list->is_array())
+    for (const auto& e : *list) {
+      std::string type = e.is_object() ? e.value("type", "") : "";
+      if (type != "c" && type != "b") continue;
+      pod_allocation::DeviceNumber n{type[0], e.value("major", std::int64_t{-1}), e.value("minor", std::int64_t{-1})};
+      if (accelerator(n)) add_opening(out, e.value("path", ""), n, "the spec (linux.devices)", true, false, false);
+    }
+  if (const Json* mounts = c.spec.find({"mounts"}); mounts && mounts->is_array())
+    for (const auto& m : *mounts) {
+      if (!m.is_object()) continue;
+      std::string source = m.value("source", "");
+      auto n = pod_allocation::number_of(source);
+      if (n && accelerator(*n))
+        add_opening(out, m.value("destination", ""), *n, "the spec (a bind mount of " + q(source) + ")", true, false,
+                    false);
+    }
+  if (c.record)
+    for (const auto& d : c.record->devices) {
+      pod_allocation::DeviceNumber n{d.type, d.major, d.minor};
+      if (accelerator(n))
+        add_opening(out, d.path, n, "the hot-plug record (" + attach::attached_by(d) + ")", false, true, false);
+    }
+  if (allows_every_device(c.spec))
+    for (const auto& [n, acc] : node.accelerators())
+      if (acc.host_path.rfind("/dev/", 0) == 0 && pod_allocation::number_of(acc.host_path) == n)
+        add_opening(out, acc.host_path, n,
+                    "privileged (its device rules allow every device, and the host's /dev has it)", false, false, true);
+  return out;
+}
+
+// beyond_hint says how to take a node back, by how it got there.
+std::string beyond_hint(const Opening& o) {
+  std::vector<std::string> ways;
+  if (o.record)
+    ways.push_back(
+        "take the hot-plug back (`specshim detach`, or drop it from the desired-state file); [hotplug] bound = "
+        "\"pod-allocation\" refuses such hot-plugs");
+  if (o.spec) ways.push_back("the create put it in the spec: create the container again without it");
+  if (o.privileged) ways.push_back("a privileged container opens every host device: run it unprivileged");
+  return join(ways, "; ");
+}
+
+// pod_resources_lookup asks PodResources through the helper when its socket
+// exists; without one, the grant is the checkpoint's alone (a note in the
+// grant's description says so).
+pod_allocation::PodResourcesLookup pod_resources_lookup(const Setup& setup) {
+  auto socket = kubelet::pod_resources_socket(setup.accelerators.kubelet_root);
+  if (std::filesystem::exists(socket)) return pod_allocation::helper_lookup(setup.accelerators);
+  return [socket](const std::string&, const std::string&) -> kubelet::PodResources {
+    throw kubelet::NotFound("no PodResources socket at " + q(socket.string()));
+  };
+}
+
+// check_beyond_grant fails each accelerator node the container can open
+// that the kubelet did not grant it (or, for a specshim.io/devices-from
+// sibling, its source container), naming the node, its GPU, how it got
+// there and the grant. Silent when the container can open no accelerator.
+void check_beyond_grant(const Setup& setup, const Container& c, Report& r) {
+  pod_allocation::Node node(setup.accelerators, pod_resources_lookup(setup));
+  std::vector<Opening> open;
+  try {
+    if (node.accelerators().empty()) return;
+    open = openings(c, node);
+  } catch (const std::exception& e) {
+    r.add(kAllocation, "accelerators", Status::warn, "cannot tell which host devices are accelerators: " + describe(e),
+          "the kubelet's checkpoint and the driver's GPU list ([hotplug] proc) must be readable");
+    return;
+  }
+  if (open.empty()) return;
+  const auto& id = c.identity;
+  auto from = c.spec.annotation(device_plugin::kDevicesFrom);
+  std::string granted_to = from ? *from : id.container;
+  std::string whose = "the container, which belongs to no pod";
+  pod_allocation::Allocation grant;
+  if (c.identity_error.empty() && !id.pod.empty()) {
+    whose = (from ? "its source, container " : "container ") + q(granted_to) + " of pod " + q(id.pod.str());
+    try {
+      grant = node.container_allocation(id.pod, id.uid, granted_to);
+    } catch (const std::exception& e) {
+      r.add(kAllocation, "grant", Status::warn, "cannot tell what the kubelet granted " + whose + ": " + describe(e),
+            "the kubelet's PodResources API must answer within [kubelet] budget-ms");
+      return;
+    }
+  }
+  for (const auto& o : open) {
+    const pod_allocation::Accelerator* acc = node.accelerator(o.number);
+    std::string how = join(o.how, " and ");
+    if (grant.holds(o.number))
+      r.add(kAllocation, o.path, Status::ok, acc->describe() + ", from " + how + ": granted to " + whose);
+    else
+      r.add(kAllocation, o.path, Status::fail,
+            acc->describe() + " opens here, from " + how + ", beyond the grant of " + whose + ": " + grant.describe(),
+            beyond_hint(o));
+  }
+}
+
+}  // namespace
+
+std::vector<Device> check_allocation(const Setup& setup, const Container& c, Report& r) {
+  std::vector<Device> out = check_granted(setup, c, r);
+  check_beyond_grant(setup, c, r);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "specshim/cdi.h"
 #include "specshim/config.h"
 #include "specshim/error.h"
+#include "specshim/hotplug.h"
 #include "specshim/kubelet_session.h"
 #include "verb_cli.h"
 #include "verbs.h"
@@ -41,6 +42,8 @@ Setup read_setup(const Options& o) {
   auto dp = device_plugin::read_table(device_plugin, keys);
   s.kubelet_root = dp.kubelet_root;
   s.kubelet_budget = dp.budget;
+  auto hotplug_table = root.section("hotplug");
+  s.accelerators = pod_allocation::read_sources(root, hotplug::read_config(hotplug_table).proc);
   return s;
 }
 

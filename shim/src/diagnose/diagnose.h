@@ -22,6 +22,7 @@
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/inspect.h"
+#include "specshim/pod_allocation.h"
 #include "specshim/spec.h"
 #include "specshim/userns.h"
 #include "status.h"
@@ -127,6 +128,10 @@ struct Setup {
   std::optional<std::vector<std::string>> cdi_dirs;  // nullopt: [cdi] enabled = false
   std::filesystem::path kubelet_root;
   std::chrono::milliseconds kubelet_budget{2000};  // [kubelet] budget-ms: the PodResources call's deadline
+  // Which host devices are accelerators and where the grants are (the
+  // allocation layer's check for nodes beyond the grant); the driver's GPU
+  // list is under [hotplug] proc.
+  pod_allocation::Sources accelerators;
 };
 
 // CannotInspect is why the container cannot be looked at: exit 2.

@@ -37,12 +37,19 @@ std::optional<std::string> canonical_permissions(std::string_view p);
 
 // ---- [hotplug] ----
 
+// Bound is what hot-plug may give a container: anything (none), or an
+// accelerator only when the kubelet allocated it to a container of the
+// container's pod (pod_allocation, specshim/pod_allocation.h). reconcile,
+// the modifier and attach all apply it.
+enum class Bound { none, pod_allocation };
+
 // Config is the [hotplug] table: the modifier is off unless enabled; reconcile
-// reads desired and proc whether or not it is.
+// reads desired, proc and bound whether or not it is, attach reads bound.
 struct Config {
   bool enabled = false;
   std::string desired;         // the desired-state file (kDefaultDesired)
   std::string proc = "/proc";  // where <proc>/driver/nvidia/gpus is
+  Bound bound = Bound::none;
 };
 // read_config reads [hotplug]; config errors name the key.
 Config read_config(config::Section& s);

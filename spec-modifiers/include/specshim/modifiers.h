@@ -25,6 +25,10 @@ struct Shared {
   // Whether the cdi modifier is in the chain (set once every modifier is
   // built): hotplug hands it the desired-state file's CDI names only then.
   std::shared_ptr<bool> cdi_on = std::make_shared<bool>(false);
+  // The config's root while build_chain runs the factories, for a factory
+  // that reads other tables than its own (hotplug's bound: the resources
+  // device-plugin and env-devices know). Not kept past the factory.
+  config::Section* root = nullptr;
 };
 
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);

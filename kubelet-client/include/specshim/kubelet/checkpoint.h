@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,12 @@ class Checkpoint {
 
   // entries returns the entries of one container, AllocResp decoded.
   std::vector<CheckpointEntry> entries(std::string_view pod_uid, std::string_view container) const;
+  // entries_of_pod returns the entries of every container of one pod,
+  // AllocResp decoded.
+  std::vector<CheckpointEntry> entries_of_pod(std::string_view pod_uid) const;
+  // entries_of_resources returns the entries, of any pod, whose resource
+  // keep accepts, AllocResp decoded: which devices the kubelet handed out.
+  std::vector<CheckpointEntry> entries_of_resources(const std::function<bool(std::string_view)>& keep) const;
   // entries_for_devices returns the entries of resource whose device IDs are
   // the set device_ids, AllocResp decoded.
   std::vector<CheckpointEntry> entries_for_devices(std::string_view resource,
