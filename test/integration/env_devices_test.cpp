@@ -269,14 +269,20 @@ const std::string kGpus01 =
     "nvidia0 1:b open\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl 1:3 open\n"
     "nodes: nvidia0 nvidia1 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n";
 
-TEST_CASE("env-devices: a sibling outside CRI whose image bakes in `all` gets exactly its source's GPUs (clamp)") {
-  DevBox box;
-  BusyboxBundle b = sibling_bundle(box.host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
-  Shim shim(box.host.tmp.path(), box.host.sibling_config("on-excess = \"clamp\"\n"));
-  auto r = shim.run(b, unique_id("it-envdev-sib-clamp"));
+// run_sibling runs the dev box's sibling with env and [[env-devices]] keys
+// extra; the probe exits 0.
+std::string run_sibling(const DevBox& box, const std::vector<std::string>& env, const std::string& extra) {
+  BusyboxBundle b = sibling_bundle(box.host, env, "sibling");
+  Shim shim(box.host.tmp.path(), box.host.sibling_config(extra));
+  auto r = shim.run(b, unique_id("it-envdev-sib"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == kGpus01);
+  return r.out;
+}
+
+TEST_CASE("env-devices: a sibling outside CRI whose image bakes in `all` gets exactly its source's GPUs (clamp)") {
+  DevBox box;
+  REQUIRE(run_sibling(box, {"NVIDIA_VISIBLE_DEVICES=all"}, "on-excess = \"clamp\"\n") == kGpus01);
 }
 
 TEST_CASE("env-devices: a sibling's baked `all` beyond its source's grant fails naming the variable and the grant") {
@@ -302,13 +308,8 @@ TEST_CASE("env-devices: a sibling's baked `all` beyond its source's grant fails 
 
 TEST_CASE("env-devices: a sibling without the variable gets its source's two GPUs from the plugin's answer") {
   DevBox box;
-  BusyboxBundle b = sibling_bundle(box.host, {}, "sibling");
   // outside-kubernetes = "ignore" used to leave such a sibling with none.
-  Shim shim(box.host.tmp.path(), box.host.sibling_config("outside-kubernetes = \"ignore\"\n"));
-  auto r = shim.run(b, unique_id("it-envdev-sib-plain"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out == kGpus01);
+  REQUIRE(run_sibling(box, {}, "outside-kubernetes = \"ignore\"\n") == kGpus01);
 }
 
 TEST_CASE("env-devices: a sibling whose source holds a DRA claim is bound by the claim's devices") {
