@@ -6,8 +6,16 @@
 // one key per want; parse_desired's own sharing check holds again; an entry
 // is what select returns for its own container; and a grant that parses
 // writes back to the same grant. Only specshim::Error may be thrown.
+//
+// The bound ([hotplug] bound = "pod-allocation"): on a node whose driver
+// lists four GPUs, of which pod dev/box-7 holds only GPU 0, an entry's GPU
+// wants for the box's container pass exactly when every one is GPU 0; its
+// other devices (no accelerator here) never make a difference.
+#include <stdlib.h>
+
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,6 +24,9 @@
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/hotplug.h"
+#include "specshim/kubelet/errors.h"
+#include "specshim/nvidia_gpus.h"
+#include "specshim/pod_allocation.h"
 
 using namespace specshim;
 using namespace specshim::hotplug;
@@ -66,6 +77,59 @@ void check_entry(const Desired& d, const Entry& e) {
   }
 }
 
+const char* kGpus[] = {"GPU-00000000-0000-4000-8000-000000000000", "GPU-00000000-0000-4000-8000-000000000001",
+                       "GPU-00000000-0000-4000-8000-000000000002", "GPU-00000000-0000-4000-8000-000000000003"};
+
+std::filesystem::path driver_list() {
+  std::string dir = "/tmp/specshim-fuzz-desired-XXXXXX";
+  if (!::mkdtemp(dir.data())) std::abort();
+  for (int i = 0; i < 4; ++i) {
+    std::filesystem::path info =
+        std::filesystem::path(dir) / "driver/nvidia/gpus" / ("0000:0" + std::to_string(i) + ":00.0");
+    std::filesystem::create_directories(info);
+    std::ofstream(info / "information") << "Model: stand-in\nGPU UUID: " << kGpus[i] << "\nDevice Minor: " << i << "\n";
+  }
+  return dir;
+}
+
+void check_bound(const Entry& e, const device_plugin::Identity& box) {
+  static const std::filesystem::path proc = driver_list();
+  static const std::vector<nvidia::Gpu> gpus = nvidia::read_gpus(proc);
+  pod_allocation::Sources sources;
+  sources.resources = {"nvidia.com/gpu"};
+  sources.proc = proc;
+  sources.kubelet_root = proc / "no-kubelet";  // no checkpoint: PodResources alone
+  pod_allocation::Node node(sources, [](const std::string& ns, const std::string& name) {
+    if (ns != "dev" || name != "box-7") throw kubelet::NotFound("no such pod");
+    kubelet::PodResources pr;
+    pr.ns = ns;
+    pr.name = name;
+    pr.containers["main"]["nvidia.com/gpu"] = {kGpus[0]};
+    return pr;
+  });
+  std::vector<pod_allocation::Want> wants;
+  bool beyond = false;
+  for (const auto& uuid : e.gpus) {
+    const nvidia::Gpu* g = nullptr;
+    for (const auto& one : gpus)
+      if (one.uuid == uuid) g = &one;
+    if (!g) continue;  // not on this node: attach refuses it by name, before the bound
+    beyond = beyond || g->minor != 0;
+    wants.push_back({"gpu " + uuid, g->node(), {'c', 195, g->minor}});
+  }
+  for (const auto& d : e.devices)
+    if (auto n = pod_allocation::number_of(d.host)) wants.push_back({"device " + d.host, d.host, *n});
+  pod_allocation::Target target;
+  target.identity = box;
+  bool refused = false;
+  try {
+    pod_allocation::check_bound(node, target, wants);
+  } catch (const pod_allocation::Refused&) {
+    refused = true;
+  }
+  if (refused != beyond) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -100,5 +164,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const Entry* e = select(d, "c0ffee", box); e && !e->selects("c0ffee", box)) std::abort();
   } catch (const Error&) {
   }
+  for (const auto& e : d.entries) check_bound(e, box);
   return 0;
 }
