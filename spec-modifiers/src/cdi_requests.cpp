@@ -20,11 +20,33 @@ namespace {
 
 using Identity = std::set<std::string>;  // host device nodes, or the name itself for a device without any
 
+// node_identity is the host node a device node opens and the numbers the
+// container's node gets: the spec's when it gives them, else the host
+// node's, as complete_node fills them in. runc makes the node from the
+// numbers (or binds the host path, in a user namespace), so two specs open
+// the same device only when both agree: one host path written with two
+// different numbers is two devices.
+std::string node_identity(const DeviceNode& n) {
+  std::string host = n.host_path.empty() ? n.path : n.host_path;
+  char type = n.type == "b" ? 'b' : n.type == "p" ? 'p' : 'c';
+  std::int64_t major = n.major, minor = n.minor;
+  if (n.type.empty() || (n.major == 0 && n.type != "p")) {
+    try {
+      HostDevice h = lstat_device(host);
+      if (n.type.empty()) type = h.type;
+      major = h.major;
+      minor = h.minor;
+    } catch (const Error&) {
+      return host;  // not there: create fails on it, naming it
+    }
+  }
+  return host + " " + type + " " + std::to_string(major) + ":" + std::to_string(minor);
+}
+
 Identity identity(const std::string& name, const Registry& reg) {
   Identity id;
   if (const DeviceRef* ref = reg.find(name))
-    for (const auto& node : ref->device->edits.device_nodes)
-      id.insert(node.host_path.empty() ? node.path : node.host_path);
+    for (const auto& node : ref->device->edits.device_nodes) id.insert(node_identity(node));
   if (id.empty()) id.insert("cdi device " + name);
   return id;
 }
