@@ -148,10 +148,13 @@ BusyboxBundle cri_bundle(const Host& host, const std::vector<std::string>& env,
 
 // sibling_bundle is the probe as a dev box creates its sibling through the
 // node's containerd, outside CRI: no io.kubernetes.cri.* annotations, the
-// pod and the source container named by specshim.io annotations.
-BusyboxBundle sibling_bundle(const Host& host, const std::vector<std::string>& env, const std::string& dir) {
+// pod and the source container named by specshim.io annotations (or, with
+// annotations given, those: none for a container that names no pod).
+BusyboxBundle sibling_bundle(const Host& host, const std::vector<std::string>& env, const std::string& dir,
+                             const Json& annotations = {{"specshim.io/pod", "team-a/trainer"},
+                                                        {"specshim.io/devices-from", "main"}}) {
   BusyboxBundle b = cri_bundle(host, env, {}, dir);
-  b.spec()["annotations"] = {{"specshim.io/pod", "team-a/trainer"}, {"specshim.io/devices-from", "main"}};
+  b.spec()["annotations"] = annotations;
   b.save();
   return b;
 }
@@ -355,9 +358,7 @@ TEST_CASE("env-devices: a sibling whose source holds a DRA claim is bound by the
 TEST_CASE("env-devices: a nested runtime that sees 2 of 3 GPU nodes gets those 2 for `all` (scope = \"visible\")") {
   Host host({1});
   // A container of the nested containerd: no CRI identity, no grant.
-  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
-  b.spec()["annotations"] = Json::object();
-  b.save();
+  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "bundle", Json::object());
   std::string config = host.config() + "scope = \"visible\"\n";
   Shim shim(host.tmp.path(), config);
   auto r = shim.run(b, unique_id("it-envdev-visible"));
@@ -368,9 +369,7 @@ TEST_CASE("env-devices: a nested runtime that sees 2 of 3 GPU nodes gets those 2
           "nodes: nvidia0 nvidia2 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
 
   // Without it, `all` is the node's: the absent node fails the create closed.
-  BusyboxBundle host_scope = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, {}, "host-scope");
-  host_scope.spec()["annotations"] = Json::object();
-  host_scope.save();
+  BusyboxBundle host_scope = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "host-scope", Json::object());
   Shim plain(host.tmp.path(), host.config());
   auto refused = plain.run(host_scope, unique_id("it-envdev-host-scope"));
   INFO(refused.err << Shim::log(host_scope));
