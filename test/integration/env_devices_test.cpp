@@ -159,13 +159,33 @@ BusyboxBundle sibling_bundle(const Host& host, const std::vector<std::string>& e
   return b;
 }
 
-// run_probe runs the bundle through specshim and runc; the probe exits 0.
-std::string run_probe(const Host& host, const BusyboxBundle& b, bool with_device_plugin = false) {
-  Shim shim(host.tmp.path(), host.config(with_device_plugin));
+// run_probe runs the bundle through specshim (with config) and runc; the
+// probe exits 0.
+std::string run_probe(const Host& host, const BusyboxBundle& b, const std::string& config) {
+  Shim shim(host.tmp.path(), config);
   auto r = shim.run(b, unique_id("it-envdev"));
   INFO(r.err << Shim::log(b));
   REQUIRE(r.exit_code == 0);
   return r.out;
+}
+std::string run_probe(const Host& host, const BusyboxBundle& b, bool with_device_plugin = false) {
+  return run_probe(host, b, host.config(with_device_plugin));
+}
+
+// refused_log runs the bundle through specshim (with config) and expects
+// the create refused before runc ran: exit 1, no output, config.json
+// byte-identical, no container; it returns the --log file.
+std::string refused_log(const Host& host, const BusyboxBundle& b, const std::string& config) {
+  const std::string before = read_file(b.dir() / "config.json");
+  Shim shim(host.tmp.path(), config);
+  std::string id = unique_id("it-envdev-refused");
+  auto r = shim.run(b, id);
+  INFO(r.err << Shim::log(b));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.empty());
+  REQUIRE(read_file(b.dir() / "config.json") == before);
+  REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
+  return Shim::log(b);
 }
 
 const std::string kPlugin = "NVIDIA_VISIBLE_DEVICES=" + kGpu[0] + "," + kGpu[1];
@@ -185,20 +205,11 @@ TEST_CASE("env-devices: a pod-spec `all` beyond the grant fails the create namin
   Host host;
   host.grant(kUid, {0, 1});
   BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all", kPlugin, "NVIDIA_VISIBLE_DEVICES=all"});
-  const std::string before = read_file(b.dir() / "config.json");
-  Shim shim(host.tmp.path(), host.config());
-  std::string id = unique_id("it-envdev-excess");
-  auto r = shim.run(b, id);
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 1);
-  REQUIRE(r.out.empty());
-  REQUIRE_THAT(Shim::log(b),
+  REQUIRE_THAT(refused_log(host, b, host.config()),
                Contains("\"level\":\"error\",\"msg\":\"specshim: cdi: env NVIDIA_VISIBLE_DEVICES=\\\"all\\\" of "
                         "container `main` of pod `team-a/trainer` asks for nvidia.com/gpu=2 = nvidia.com/gpu=" +
                         kGpu[2] + ", beyond what the kubelet granted nvidia.com/gpu=" + kGpu[0] + ", nvidia.com/gpu=" +
                         kGpu[1] + " by `nvidia.com/gpu` (the checkpoint) (on-excess = \\\"fail\\\")"));
-  REQUIRE(read_file(b.dir() / "config.json") == before);
-  REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
 }
 
 TEST_CASE("env-devices: `none` gives the control node only and no GPU node or GPU rule") {
@@ -242,18 +253,11 @@ TEST_CASE("env-devices: HAMi's memory limit overridden by the pod spec is refuse
 
   hami.push_back("CUDA_DEVICE_MEMORY_LIMIT_0=80000m");
   BusyboxBundle b = cri_bundle(host, hami, {}, "overridden");
-  const std::string before = read_file(b.dir() / "config.json");
-  Shim shim(host.tmp.path(), host.config(true));
-  auto r = shim.run(b, unique_id("it-envdev-protect"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 1);
-  REQUIRE(r.out.empty());
-  REQUIRE_THAT(Shim::log(b),
+  REQUIRE_THAT(refused_log(host, b, host.config(true)),
                Contains("specshim: device-plugin: process.env[") &&
                    Contains("CUDA_DEVICE_MEMORY_LIMIT_0=80000m\\\" overrides \\\"CUDA_DEVICE_MEMORY_LIMIT_0="
                             "4000m\\\", which the device plugin of `nvidia.com/gpu` set for container "
                             "`main` of pod `team-a/trainer` (the checkpoint)"));
-  REQUIRE(read_file(b.dir() / "config.json") == before);
 }
 
 // A dev box (`main` of team-a/trainer, granted GPUs 0 and 1) creates a
@@ -275,12 +279,7 @@ const std::string kGpus01 =
 // run_sibling runs the dev box's sibling with env and [[env-devices]] keys
 // extra; the probe exits 0.
 std::string run_sibling(const DevBox& box, const std::vector<std::string>& env, const std::string& extra) {
-  BusyboxBundle b = sibling_bundle(box.host, env, "sibling");
-  Shim shim(box.host.tmp.path(), box.host.sibling_config(extra));
-  auto r = shim.run(b, unique_id("it-envdev-sib"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  return r.out;
+  return run_probe(box.host, sibling_bundle(box.host, env, "sibling"), box.host.sibling_config(extra));
 }
 
 TEST_CASE("env-devices: a sibling outside CRI whose image bakes in `all` gets exactly its source's GPUs (clamp)") {
@@ -291,22 +290,13 @@ TEST_CASE("env-devices: a sibling outside CRI whose image bakes in `all` gets ex
 TEST_CASE("env-devices: a sibling's baked `all` beyond its source's grant fails naming the variable and the grant") {
   DevBox box;
   BusyboxBundle b = sibling_bundle(box.host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
-  const std::string before = read_file(b.dir() / "config.json");
   // outside-kubernetes = "ignore" does not apply: the sibling has a grant.
-  Shim shim(box.host.tmp.path(), box.host.sibling_config("outside-kubernetes = \"ignore\"\n"));
-  std::string id = unique_id("it-envdev-sib-fail");
-  auto r = shim.run(b, id);
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 1);
-  REQUIRE(r.out.empty());
-  REQUIRE_THAT(Shim::log(b),
+  REQUIRE_THAT(refused_log(box.host, b, box.host.sibling_config("outside-kubernetes = \"ignore\"\n")),
                Contains("\"level\":\"error\",\"msg\":\"specshim: cdi: env NVIDIA_VISIBLE_DEVICES=\\\"all\\\" of "
                         "container `") &&
                    Contains("of pod `team-a/trainer` asks for nvidia.com/gpu=2 = nvidia.com/gpu=" + kGpu[2] +
                             ", beyond what the kubelet granted its source nvidia.com/gpu=" + kGpu[0] +
                             ", nvidia.com/gpu=" + kGpu[1] + " by `nvidia.com/gpu` (the checkpoint)"));
-  REQUIRE(read_file(b.dir() / "config.json") == before);
-  REQUIRE(shim.call(b, {"state", id}).exit_code != 0);
 }
 
 TEST_CASE("env-devices: a sibling without the variable gets its source's two GPUs from the plugin's answer") {
@@ -334,23 +324,12 @@ TEST_CASE("env-devices: a sibling whose source holds a DRA claim is bound by the
              "    - path: /dev/nvidia1\n      hostPath: " +
                  host.gpu_nodes[1].string() + "\n");
   BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
-  const std::string before = read_file(b.dir() / "config.json");
-  {
-    Shim shim(host.tmp.path(), host.sibling_config("", "\"kubelet\""));
-    auto r = shim.run(b, unique_id("it-envdev-sib-dra-fail"));
-    INFO(r.err << Shim::log(b));
-    REQUIRE(r.exit_code == 1);
-    REQUIRE_THAT(Shim::log(b), Contains("beyond what the kubelet granted its source k8s.gpu.nvidia.com/device=gpu-1 "
-                                        "by DRA claim `team-a/gpus` of container `main`"));
-    REQUIRE(read_file(b.dir() / "config.json") == before);
-  }
-  Shim shim(host.tmp.path(), host.sibling_config("on-excess = \"clamp\"\n", "\"kubelet\""));
-  auto r = shim.run(b, unique_id("it-envdev-sib-dra"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(refused_log(host, b, host.sibling_config("", "\"kubelet\"")),
+               Contains("beyond what the kubelet granted its source k8s.gpu.nvidia.com/device=gpu-1 "
+                        "by DRA claim `team-a/gpus` of container `main`"));
   // The claim's device only: the control node is nvidia.com/gpu's spec-level
   // edit, and the DRA driver's spec (another kind) has none here.
-  REQUIRE(r.out ==
+  REQUIRE(run_probe(host, b, host.sibling_config("on-excess = \"clamp\"\n", "\"kubelet\"")) ==
           "nvidia0 absent\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl absent\n"
           "nodes: nvidia1\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
 }
@@ -359,12 +338,7 @@ TEST_CASE("env-devices: a nested runtime that sees 2 of 3 GPU nodes gets those 2
   Host host({1});
   // A container of the nested containerd: no CRI identity, no grant.
   BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "bundle", Json::object());
-  std::string config = host.config() + "scope = \"visible\"\n";
-  Shim shim(host.tmp.path(), config);
-  auto r = shim.run(b, unique_id("it-envdev-visible"));
-  INFO(r.err << Shim::log(b));
-  REQUIRE(r.exit_code == 0);
-  REQUIRE(r.out ==
+  REQUIRE(run_probe(host, b, host.config() + "scope = \"visible\"\n") ==
           "nvidia0 1:b open\nnvidia1 absent\nnvidia2 1:b open\nnvidiactl 1:3 open\n"
           "nodes: nvidia0 nvidia2 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
 
