@@ -14,19 +14,33 @@ struct Flag {
 
 // Ref: runc 1.1 main.go (global flags) and create.go / run.go (command flags).
 constexpr std::array kGlobalFlags = {
-    Flag{"debug", false},  Flag{"log", true},   Flag{"log-format", true},     Flag{"root", true},
-    Flag{"criu", true},    Flag{"rootless", true}, Flag{"systemd-cgroup", false}, Flag{"help", false},
-    Flag{"h", false},      Flag{"version", false}, Flag{"v", false},
+    Flag{"debug", false},
+    Flag{"log", true},
+    Flag{"log-format", true},
+    Flag{"root", true},
+    Flag{"criu", true},
+    Flag{"rootless", true},
+    Flag{"systemd-cgroup", false},
+    Flag{"help", false},
+    Flag{"h", false},
+    Flag{"version", false},
+    Flag{"v", false},
 };
 
+// pidfd-socket: runc 1.2's create and run (runc#4045); go-runc 1.2.0, which
+// containerd main vendors, sends it when its shim sets CreateOpts.PidfdSocket.
 constexpr std::array kCreateFlags = {
-    Flag{"bundle", true},          Flag{"b", true},          Flag{"console-socket", true},
-    Flag{"pid-file", true},        Flag{"no-pivot", false},  Flag{"no-new-keyring", false},
-    Flag{"preserve-fds", true},
+    Flag{"bundle", true},         Flag{"b", true},
+    Flag{"console-socket", true}, Flag{"pid-file", true},
+    Flag{"no-pivot", false},      Flag{"no-new-keyring", false},
+    Flag{"preserve-fds", true},   Flag{"pidfd-socket", true},
 };
 
 constexpr std::array kRunOnlyFlags = {
-    Flag{"detach", false}, Flag{"d", false}, Flag{"keep", false}, Flag{"no-subreaper", false},
+    Flag{"detach", false},
+    Flag{"d", false},
+    Flag{"keep", false},
+    Flag{"no-subreaper", false},
 };
 
 // Ref: runc restore.go (the same set from 1.1 to 1.5), plus parent-path,
@@ -86,6 +100,29 @@ bool bool_value_true(std::optional<std::string_view> v) {
   return !v || *v == "1" || *v == "t" || *v == "T" || *v == "true" || *v == "TRUE" || *v == "True";
 }
 
+// take_global records what specshim needs of a global flag, wherever it stands.
+void take_global(std::string_view name, std::optional<std::string_view> value, RuncArgs& out) {
+  if (name == "log")
+    out.log = std::string(*value);
+  else if (name == "log-format")
+    out.log_format = std::string(*value);
+  else if (name == "debug")
+    out.debug = bool_value_true(value);
+  else if (name == "version" || name == "v")
+    out.version = bool_value_true(value);
+  else if (name == "help" || name == "h")
+    out.help = bool_value_true(value);
+}
+
+// global_after_verb finds a global flag given after create/run/restore. runc
+// main's urfave/cli v3 makes the root flags persistent (`runc create --root R
+// ...` is legal there); help and version keep their meaning of the verb's own
+// help, so only the flags that configure runc count.
+const Flag* global_after_verb(std::string_view name) {
+  if (name == "help" || name == "h" || name == "version" || name == "v") return nullptr;
+  return find(kGlobalFlags, name);
+}
+
 void parse_command_args(const std::vector<std::string>& argv, std::size_t from, RuncArgs& out) {
   std::vector<std::string> positionals;
   for (std::size_t i = from; i < argv.size(); ++i) {
@@ -101,6 +138,8 @@ void parse_command_args(const std::vector<std::string>& argv, std::size_t from, 
       continue;
     }
     const Flag* f = command_flag(out.subcommand, name);
+    const Flag* global = f ? nullptr : global_after_verb(name);
+    if (global) f = global;
     if (!f) {
       out.unknown_flags.push_back(arg);
       continue;
@@ -112,10 +151,15 @@ void parse_command_args(const std::vector<std::string>& argv, std::size_t from, 
       }
       value = argv[++i];
     }
-    if (name == "bundle" || name == "b") out.bundle = std::string(*value);
+    if (global)
+      take_global(name, value, out);
+    else if (name == "bundle" || name == "b")
+      out.bundle = std::string(*value);
   }
-  if (positionals.size() == 1) out.container_id = positionals[0];
-  else out.malformed = true;  // runc: "create" requires exactly 1 argument(s)
+  if (positionals.size() == 1)
+    out.container_id = positionals[0];
+  else
+    out.malformed = true;  // runc: "create" requires exactly 1 argument(s)
 }
 
 }  // namespace
@@ -144,11 +188,7 @@ RuncArgs parse_runc_args(const std::vector<std::string>& argv) {
       }
       value = argv[++i];
     }
-    if (name == "log") out.log = std::string(*value);
-    else if (name == "log-format") out.log_format = std::string(*value);
-    else if (name == "debug") out.debug = bool_value_true(value);
-    else if (name == "version" || name == "v") out.version = bool_value_true(value);
-    else if (name == "help" || name == "h") out.help = bool_value_true(value);
+    take_global(name, value, out);
   }
   if (i < argv.size()) {
     out.subcommand = argv[i];

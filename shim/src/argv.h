@@ -11,17 +11,17 @@ namespace specshim::shim {
 // RuncArgs is what specshim needs to know about one runc invocation. The argv
 // itself is never changed: it is handed to the runtime byte for byte.
 struct RuncArgs {
-  std::optional<std::string> log;         // --log
-  std::string log_format = "text";        // --log-format
-  bool debug = false;                     // --debug
-  bool version = false;                   // --version / -v
-  bool help = false;                      // --help / -h
-  std::string subcommand;                 // empty when there is none
-  std::size_t subcommand_index = 0;       // index in argv, 0 when absent
-  bool malformed = false;                 // runc itself would reject the global flags
+  std::optional<std::string> log;    // --log
+  std::string log_format = "text";   // --log-format
+  bool debug = false;                // --debug
+  bool version = false;              // --version / -v
+  bool help = false;                 // --help / -h
+  std::string subcommand;            // empty when there is none
+  std::size_t subcommand_index = 0;  // index in argv, 0 when absent
+  bool malformed = false;            // runc itself would reject the global flags
 
   // Only for create, run and restore:
-  std::optional<std::string> bundle;      // --bundle / -b; runc's default is the cwd
+  std::optional<std::string> bundle;  // --bundle / -b; runc's default is the cwd
   std::string container_id;
   std::vector<std::string> unknown_flags;  // flags runc's create/run/restore do not define
 
@@ -36,11 +36,12 @@ struct RuncArgs {
   }
 };
 
-// parse_runc_args reads argv (argv[0] is the program) with runc 1.1's grammar:
+// parse_runc_args reads argv (argv[0] is the program) with runc 1.1–1.5's grammar:
 // Go flag syntax for global flags (-f, --f, -f=v, --f=v, -f v; parsing stops at
 // the first non-flag or "--"), then the subcommand, then for create, run and
 // restore its flags in any position (urfave/cli reorders them) and one
-// container id.
+// container id. Global flags may also follow those three verbs (runc main's
+// persistent root flags); --log given there is where errors go.
 RuncArgs parse_runc_args(const std::vector<std::string>& argv);
 
 }  // namespace specshim::shim

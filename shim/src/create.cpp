@@ -40,7 +40,7 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
   try {
     if (!parsed.unknown_flags.empty())
       throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
-                  "` is unknown to specshim (runc 1.1 grammar)");
+                  "` is unknown to specshim (the grammar of runc 1.1–1.5)");
     auto doc = config::Document::load(config::path_from_env());
     auto root = doc.root();
     Settings settings = read_settings(root);

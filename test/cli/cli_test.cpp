@@ -263,6 +263,28 @@ TEST_CASE("a broken specshim config fails create but never blocks delete") {
   REQUIRE(c.recorded_argv()[0] == (c.tmp / "bin" / "runc").string());
 }
 
+TEST_CASE("create lines of newer runtimes: --pidfd-socket and global flags after the verb run the chain") {
+  Cli c;
+  auto args = GENERATE(values<std::vector<std::string>>({
+      {"create", "--pidfd-socket", "/run/pidfd.sock", "id"},
+      {"run", "--detach", "--pidfd-socket=/run/pidfd.sock", "id"},
+      {"create", "--root", "/run/x", "--systemd-cgroup", "id"},
+  }));
+  CAPTURE(args);
+  auto line = c.create_args(args);
+  auto r = c.shim(line, {}, c.bundle);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(c.last_error().empty());
+  auto got = c.recorded_argv();
+  REQUIRE(std::vector<std::string>(got.begin() + 1, got.end()) == line);
+  // It went through the chain, not around it: a broken config.json now fails the create.
+  write_file(c.bundle / "config.json", "{ broken json");
+  fs::remove_all(c.record / "argv");
+  REQUIRE(c.shim(line, {}, c.bundle).exit_code == 1);
+  REQUIRE_THAT(c.last_error(), Catch::Contains("config.json"));
+  REQUIRE_FALSE(c.runtime_ran());
+}
+
 TEST_CASE("unknown create flags are refused, not guessed") {
   Cli c;
   auto r = c.shim(c.create_args({"create", "--future-flag=x", "id"}));
@@ -378,8 +400,9 @@ TEST_CASE("help: --help, -h and help print specshim's usage, then the runtime's 
     auto r = c.shim(args);
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.out, Catch::StartsWith("specshim "));
-    for (const char* want : {"dry-run ", "doctor ", "attach ", "detach ", "attached ", "/etc/specshim/config.toml",
-                             "SPECSHIM_CONFIG", "man specshim", "passwd, device-plugin, cpuset, env-devices, hotplug, cdi"})
+    for (const char* want :
+         {"dry-run ", "doctor ", "attach ", "detach ", "attached ", "/etc/specshim/config.toml", "SPECSHIM_CONFIG",
+          "man specshim", "passwd, device-plugin, cpuset, env-devices, hotplug, cdi"})
       REQUIRE_THAT(r.out, Catch::Contains(want));
     REQUIRE(c.recorded_argv() == [&] {  // the runtime got the same argv, and prints its own help
       std::vector<std::string> want{RECORDING_RUNTIME};

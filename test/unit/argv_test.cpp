@@ -94,6 +94,41 @@ TEST_CASE("argv: unknown create flags are recorded, not guessed") {
   REQUIRE(r.unknown_flags == std::vector<std::string>{"--future-flag"});
 }
 
+TEST_CASE("argv: runc 1.2's --pidfd-socket takes a value on create and run") {
+  // go-runc 1.2.0 puts it after --console-socket; its value must not become the id.
+  auto verb = GENERATE(as<std::string>{}, "create", "run");
+  auto spelling =
+      GENERATE(values<std::vector<std::string>>({{"--pidfd-socket", "/run/p.sock"}, {"--pidfd-socket=/run/p.sock"}}));
+  std::vector<std::string> argv = A({"--root", "/r", "--log", "/b/log.json"});
+  argv.insert(argv.end(), {verb, "--bundle", "/b", "--console-socket", "/c.sock"});
+  argv.insert(argv.end(), spelling.begin(), spelling.end());
+  argv.push_back("id");
+  auto r = parse_runc_args(argv);
+  REQUIRE(r.modifies());
+  REQUIRE(r.unknown_flags.empty());
+  REQUIRE(r.bundle == "/b");
+  REQUIRE(r.container_id == "id");
+}
+
+TEST_CASE("argv: global flags after the verb (runc main's grammar) are known, and --log there is the log") {
+  auto r = parse_runc_args(A({"create", "--root", "/run/containerd/runc/k8s.io", "--log", "/b/log.json",
+                              "--log-format=json", "--systemd-cgroup", "--bundle", "/b", "id", "--debug"}));
+  REQUIRE(r.modifies());
+  REQUIRE(r.unknown_flags.empty());
+  REQUIRE(r.bundle == "/b");
+  REQUIRE(r.container_id == "id");  // --root's value is not an id
+  REQUIRE(r.log == "/b/log.json");
+  REQUIRE(r.log_format == "json");
+  REQUIRE(r.debug);
+  auto s = parse_runc_args(A({"restore", "-no-subreaper", "--root=/r", "--bundle", "/b", "id"}));
+  REQUIRE(s.unknown_flags.empty());
+  REQUIRE(s.container_id == "id");
+  // help and version after the verb are the verb's, not runc's: still unknown here.
+  auto h = parse_runc_args(A({"create", "--help", "id"}));
+  REQUIRE(h.unknown_flags == std::vector<std::string>{"--help"});
+  REQUIRE(parse_runc_args(A({"create", "--root"})).malformed);  // a value missing is runc's to refuse
+}
+
 TEST_CASE("argv: create after -- is still the subcommand") {
   auto r = parse_runc_args(A({"--log", "/l", "--", "create", "-b", "/b", "id"}));
   REQUIRE(r.modifies());
