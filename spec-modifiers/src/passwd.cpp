@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "specshim/container_match.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
@@ -195,6 +196,8 @@ struct Options {
   std::optional<std::string> home;  // unset: the spec's HOME, else /tmp
   std::string shell = "/sbin/nologin";
   bool allow_annotations = false;
+  ContainerMatch scope;   // [passwd] match: the containers that get entries
+  bool required = false;  // [passwd] required: an entry that cannot be ensured fails the create
 };
 
 // DbFile is one of the two files the modifier manages: where the container
@@ -231,11 +234,27 @@ struct Overrides {
   std::optional<std::string> home;
 };
 
+// skip and skip_all say why nothing is needed: the entry is there, or the
+// process is root.
 void skip(const DbFile& f, std::string_view why) {
   log::debug("passwd: leave {} alone: {}", f.path, why);
 }
 void skip_all(std::string_view why) {
   log::debug("passwd: leave the container alone: {}", why);
+}
+
+// Unensured is thrown where an entry is needed but cannot be ensured: it is
+// a debug line, or with [passwd] required the create's error. file is
+// nullptr when the whole container is left alone.
+struct Unensured {
+  const DbFile* file;
+  std::string why;
+};
+[[noreturn]] void cannot(const DbFile& f, std::string why) {
+  throw Unensured{&f, std::move(why)};
+}
+[[noreturn]] void cannot_all(std::string why) {
+  throw Unensured{nullptr, std::move(why)};
 }
 
 std::optional<std::uint32_t> json_id(const Json* v) {
@@ -257,10 +276,7 @@ std::optional<Identity> identity(const Spec& spec) {
     const Json* v = user->is_object() && user->contains(key) ? &(*user)[key] : nullptr;
     if (!v) continue;
     auto n = json_id(v);
-    if (!n) {
-      skip_all(fmt::format("process.user.{} {} is not a usable id (0 to {})", key, v->dump(), kMaxId));
-      return std::nullopt;
-    }
+    if (!n) cannot_all(fmt::format("process.user.{} {} is not a usable id (0 to {})", key, v->dump(), kMaxId));
     *out = *n;
   }
   if (const Json* extra = spec.find({"process", "user", "additionalGids"}); extra && extra->is_array())
@@ -326,15 +342,13 @@ std::uint32_t mapped(const userns::IdMap& map, std::uint32_t id, std::string_vie
 }
 
 // host_view says how the image's files are judged and the copies owned; it
-// returns nullopt, saying why, when the spec joins a user namespace whose
-// mappings specshim cannot know.
-std::optional<HostView> host_view(const Spec& spec, const Identity& id) {
+// throws Unensured when the spec joins a user namespace whose mappings
+// specshim cannot know.
+HostView host_view(const Spec& spec, const Identity& id) {
   auto ns = userns::read(spec);
   if (!ns) return HostView{id, std::nullopt};
-  if (!ns->known()) {
-    skip_all(fmt::format("the spec joins the user namespace `{}` without giving its uid and gid mappings", ns->path));
-    return std::nullopt;
-  }
+  if (!ns->known())
+    cannot_all(fmt::format("the spec joins the user namespace `{}` without giving its uid and gid mappings", ns->path));
   HostView v;
   v.dac.uid = mapped(ns->uids, id.uid, "uid", "uidMappings");
   v.dac.gid = mapped(ns->gids, id.gid, "gid", "gidMappings");
@@ -356,18 +370,20 @@ class PasswdModifier : public Modifier {
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
+    if (!opt_.scope.holds(spec)) return skip_all("outside [passwd] match (" + opt_.scope.describe() + ")");
     Overrides over = overrides(spec, opt_.allow_annotations);
-    auto id = identity(spec);
-    if (!id) return;
-    if (id->uid == 0) return skip_all("uid 0 is root, which every image resolves; root is never synthesised");
-    auto view = host_view(spec, *id);
-    if (!view) return;
-    std::filesystem::path rootfs = ctx.rootfs(spec);
-    if (rootfs.empty()) return skip_all("the spec has no root.path");
+    ensure(nullptr, [&] {
+      auto id = identity(spec);
+      if (!id) return;
+      if (id->uid == 0) return skip_all("uid 0 is root, which every image resolves; root is never synthesised");
+      HostView view = host_view(spec, *id);
+      std::filesystem::path rootfs = ctx.rootfs(spec);
+      if (rootfs.empty()) cannot_all("the spec has no root.path");
 
-    add_user(spec, ctx, rootfs, *id, *view, over);
-    if (id->gid == 0) return skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
-    add_group(spec, ctx, rootfs, *id, *view);
+      ensure(&*id, [&] { add_user(spec, ctx, rootfs, *id, view, over); });
+      if (id->gid == 0) return skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
+      ensure(&*id, [&] { add_group(spec, ctx, rootfs, *id, view); });
+    });
   }
 
  private:
@@ -378,7 +394,7 @@ class PasswdModifier : public Modifier {
     if (has_uid(*image, id.uid)) return skip(kPasswdFile, fmt::format("uid {} has an entry in the image", id.uid));
     std::string user = over.name ? *over.name : opt_.user_name.expand(id.uid);
     if (name_taken(*image, user))
-      return skip(kPasswdFile, fmt::format("the name `{}` is already used in the image's file", user));
+      cannot(kPasswdFile, fmt::format("the name `{}` is already used in the image's file", user));
     PasswdEntry e{user, "x", id.uid, id.gid, opt_.gecos, home(spec, over), opt_.shell};
     add(spec, ctx, kPasswdFile, append_line(*image, format_passwd_line(e)), view.owner);
   }
@@ -390,43 +406,41 @@ class PasswdModifier : public Modifier {
     if (has_gid(*image, id.gid)) return skip(kGroupFile, fmt::format("gid {} has an entry in the image", id.gid));
     std::string group = opt_.group_name.expand(id.gid);
     if (name_taken(*image, group))
-      return skip(kGroupFile, fmt::format("the name `{}` is already used in the image's file", group));
+      cannot(kGroupFile, fmt::format("the name `{}` is already used in the image's file", group));
     add(spec, ctx, kGroupFile, append_line(*image, format_group_line(GroupEntry{group, "x", id.gid, ""})), view.owner);
   }
 
   // image_file returns the image's copy of f to patch ("" when the image has
-  // none), or nullopt when f must be left alone; it logs why. dac holds the
-  // ids the kernel checks the file's owner and group against.
+  // none), or nullopt when specshim's copy is already mounted; it throws
+  // Unensured when f cannot be patched. dac holds the ids the kernel checks
+  // the file's owner and group against.
   std::optional<std::string> image_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
                                         const DbFile& f, const Identity& dac) const {
     if (const Json* m = mount_over(spec, f)) {
       std::string source = m->value("source", "");
-      skip(f, source == (ctx.bundle / f.bundle_name).string()
-                  ? std::string("specshim already mounts its copy there")
-                  : fmt::format("the spec already mounts `{}` at `{}`", printable(source),
-                                printable((*m)["destination"].get<std::string>())));
-      return std::nullopt;
+      if (source == (ctx.bundle / f.bundle_name).string()) {
+        skip(f, "specshim already mounts its copy there");
+        return std::nullopt;
+      }
+      cannot(f, fmt::format("the spec already mounts `{}` at `{}`", printable(source),
+                            printable((*m)["destination"].get<std::string>())));
     }
     std::optional<fs::RootFile> file;
     try {
       file = fs::read_file_in_root(rootfs, f.path, kMaxFileBytes);
     } catch (const Error& e) {
-      skip(f, describe(e));
-      return std::nullopt;
+      cannot(f, describe(e));
     }
     if (!file) return std::string();
-    if (file->content.find('\0') != std::string::npos) {
-      skip(f, "the image's file holds NUL bytes, so it is not a text database");
-      return std::nullopt;
-    }
+    if (file->content.find('\0') != std::string::npos)
+      cannot(f, "the image's file holds NUL bytes, so it is not a text database");
     const Json* readonly = spec.find({"root", "readonly"});
     bool root_ro = readonly && readonly->is_boolean() && readonly->get<bool>();
-    if (!root_ro && writable_by(file->st, dac.uid, dac.gid, dac.additional_gids)) {
-      skip(f, fmt::format("the image's file (mode {:04o}, host owner {}:{}) is writable by the process (host uid {}), "
-                          "so the image manages it",
-                          file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, dac.uid));
-      return std::nullopt;
-    }
+    if (!root_ro && writable_by(file->st, dac.uid, dac.gid, dac.additional_gids))
+      cannot(f,
+             fmt::format("the image's file (mode {:04o}, host owner {}:{}) is writable by the process (host uid {}), "
+                         "so the image manages it",
+                         file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, dac.uid));
     return std::move(file->content);
   }
 
@@ -464,6 +478,27 @@ class PasswdModifier : public Modifier {
     spec.array_at({"mounts"}).push_back(std::move(mount));
   }
 
+  // ensure runs step; an entry it cannot ensure is a debug line, or with
+  // [passwd] required the create's error (an Error, which passes through an
+  // enclosing ensure).
+  template <typename Step>
+  void ensure(const Identity* id, Step step) const {
+    try {
+      step();
+    } catch (const Unensured& u) {
+      if (!opt_.required) {
+        if (u.file)
+          skip(*u.file, u.why);
+        else
+          skip_all(u.why);
+        return;
+      }
+      std::string whose = id ? fmt::format("uid {} (gid {})", id->uid, id->gid) : std::string("the process");
+      std::string where = u.file ? fmt::format("the container's {}", u.file->path) : std::string("the container");
+      throw Error(fmt::format("no entry for {} can be ensured in {} ([passwd] required = true): {}", whose, where, u.why));
+    }
+  }
+
   Options opt_;
 };
 
@@ -493,6 +528,8 @@ std::unique_ptr<Modifier> make_passwd(config::Section& s) {
   if (!home.empty()) o.home = home;
   read_text(s, "shell", o.shell, path_problem);
   o.allow_annotations = s.boolean("allow-annotations").value_or(false);
+  o.scope = read_container_match(s, "");
+  o.required = s.boolean("required").value_or(false);
   if (!enabled) return nullptr;
   return std::make_unique<PasswdModifier>(std::move(o));
 }

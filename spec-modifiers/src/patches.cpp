@@ -6,8 +6,6 @@
 // a later create or dry-run of a spec that was already patched.
 #include "specshim/patches.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <exception>
 
@@ -20,20 +18,6 @@ namespace patches {
 namespace {
 
 using Pointer = Json::json_pointer;
-
-bool holds(const Match& m, const Spec& spec) {
-  if (m.kind) {
-    // Containers created outside CRI (ctr, docker-in-docker siblings) carry
-    // no kind annotation; they are not sandboxes, so "container" matches them.
-    bool sandbox = kind_of(spec) == ContainerKind::sandbox;
-    if (sandbox != (*m.kind == ContainerKind::sandbox)) return false;
-  }
-  for (const auto& [key, glob] : m.annotations) {
-    auto value = spec.annotation(key);
-    if (!value || ::fnmatch(glob.c_str(), value->c_str(), 0) != 0) return false;
-  }
-  return true;
-}
 
 // shorten returns v as JSON text of at most 80 bytes, never cutting a UTF-8
 // sequence (the message ends up in runc's JSON log).
@@ -176,7 +160,7 @@ void Patches::apply(Spec& spec, Context&) {
   std::vector<std::string> done = recorded(spec);
   std::vector<std::string> applied;
   for (const auto& p : patches_) {
-    if (std::find(done.begin(), done.end(), p.name) != done.end() || !holds(p.match, spec)) continue;
+    if (std::find(done.begin(), done.end(), p.name) != done.end() || !p.match.holds(spec)) continue;
     spec.json() = patched(spec.json(), p);
     log::debug("patches: applied {}", p.name);
     applied.push_back(p.name);

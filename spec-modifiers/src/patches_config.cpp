@@ -153,39 +153,12 @@ Json read_mount(config::Section& m, const std::string& what) {
   return mount;
 }
 
-Match read_match(config::Section& t, const std::string& patch) {
-  Match match;
-  auto m = t.table("match");
-  if (!m) return match;
-  if (auto a = m->table("annotations")) {
-    for (const auto& key : a->keys()) {
-      auto glob = a->string(key);
-      if (contains_control(key)) a->fail(key, "patch `" + patch + "`: control character in an annotation key");
-      if (!valid_glob(*glob))
-        a->fail(key, "patch `" + patch + "`: `" + *glob +
-                         "` is not a glob (an unterminated [, a trailing \\ or a control character)");
-      match.annotations[key] = *glob;
-    }
-    a->finish();
-  }
-  if (auto kind = m->string("container-kind")) {
-    if (*kind == "container")
-      match.kind = ContainerKind::container;
-    else if (*kind == "sandbox")
-      match.kind = ContainerKind::sandbox;
-    else
-      m->fail("container-kind", "patch `" + patch + "`: `" + *kind + "` is not container or sandbox");
-  }
-  m->finish();
-  return match;
-}
-
 Patch read_patch(config::Section& t) {
   Patch p;
   p.name = t.string("name").value_or("");
   if (!config::plain_name(p.name)) t.fail("name", "a patch needs a name of letters, digits, '-', '_' or '.'");
   bool allow_sensitive = t.boolean("allow-sensitive").value_or(false);
-  p.match = read_match(t, p.name);
+  p.match = read_container_match(t, "patch `" + p.name + "`");
   auto ops = t.tables("ops");
   for (std::size_t i = 0; i < ops.size(); ++i) p.ops.push_back(read_op(ops[i], i, p.name, allow_sensitive));
   auto mounts = t.tables("set-mounts");
@@ -206,31 +179,6 @@ Patch read_patch(config::Section& t) {
 }
 
 }  // namespace
-
-bool valid_glob(std::string_view g) {
-  if (contains_control(g)) return false;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (g[i] == '\\') {
-      if (++i == g.size()) return false;
-    } else if (g[i] == '[') {
-      // A bracket expression: an optional ! or ^, then a ] taken literally
-      // when first, classes like [:digit:], up to the closing ].
-      std::size_t j = i + 1;
-      if (j < g.size() && (g[j] == '!' || g[j] == '^')) ++j;
-      if (j < g.size() && g[j] == ']') ++j;
-      for (; j < g.size() && g[j] != ']'; ++j) {
-        if (g.compare(j, 2, "[:") == 0) {
-          auto end = g.find(":]", j + 2);
-          if (end == std::string_view::npos) return false;
-          j = end + 1;
-        }
-      }
-      if (j == g.size()) return false;
-      i = j;
-    }
-  }
-  return true;
-}
 
 std::string normal_destination(std::string_view destination) {
   return fs::clean_path(destination);

@@ -109,6 +109,20 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
           "rule `vfio` matches resources, but the device-plugin modifier that writes specshim.io/resources is off"));
 }
 
+TEST_CASE("doctor: the passwd scope and required are reported") {
+  FakeHost h;
+  h.write_config("");
+  REQUIRE_THAT(h.report(), HasFinding("config", "info",
+                                      "passwd: entries for every container; where an entry cannot be ensured the "
+                                      "container runs without one (required = false)"));
+  h.write_config("[passwd]\nmatch = { namespaces = [\"ml-*\"], uids = [\"1000-65535\"] }\nrequired = true\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "info",
+                                      "passwd: entries for namespaces ml-*; uids 1000-65535; an entry that cannot be "
+                                      "ensured fails the create (required = true)"));
+  h.write_config("[passwd]\nenabled = false\n");
+  REQUIRE_THAT(h.report(), !HasFinding("config", "info", "passwd: entries for"));
+}
+
 TEST_CASE("doctor: the shipped config turns on the documented defaults and is not warned about") {
   FakeHost h;
   fs::copy_file(kShippedConfig, h.config, fs::copy_options::overwrite_existing);

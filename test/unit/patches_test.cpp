@@ -199,11 +199,11 @@ TEST_CASE("patches: value-json says what TOML cannot, such as RLIM_INFINITY") {
 TEST_CASE("patches: globs are checked as fnmatch reads them") {
   for (const char* good : {"*", "a?c", "[ab]*", "[!ab]", "[]a]", "[[:digit:]]*", "a\\[", "[^a]b"}) {
     INFO(good);
-    CHECK(patches::valid_glob(good));
+    CHECK(specshim::valid_glob(good));
   }
   for (const char* bad : {"x[", "[ab", "a\\", "[[:digit:]", "[]", "a\nb"}) {
     INFO(bad);
-    CHECK_FALSE(patches::valid_glob(bad));
+    CHECK_FALSE(specshim::valid_glob(bad));
   }
 }
 
@@ -229,6 +229,39 @@ TEST_CASE("patches: match needs every condition, no match is every container") {
   CHECK(applied(patch(with("{ container-kind = \"container\" }"), plain)));
   CHECK_FALSE(applied(patch(with("{ container-kind = \"sandbox\" }"), plain)));
   CHECK(applied(patch(with("{}"), sandbox)));
+}
+
+TEST_CASE("patches: match.namespaces reads CRI's pod namespace, match.uids process.user.uid") {
+  auto with = [](const std::string& match) {
+    return "[[patches]]\nname = \"p\"\nmatch = " + match + "\nops = [{ op = \"add\", path = \"/x\", value = 1 }]\n";
+  };
+  auto applied = [](const Spec& s) { return s.json().contains("x"); };
+  auto spec = [](const std::string& annotations, const std::string& user) {
+    return R"({"process": {"user": )" + user + R"(}, "annotations": )" + annotations + "}";
+  };
+  std::string containerd =
+      R"({"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-namespace": "ml-a"})";
+  std::string crio = R"({"io.kubernetes.cri-o.ContainerType": "container", "io.kubernetes.pod.namespace": "ml-a"})";
+  // Outside CRI the namespace annotation is anyone's to write: it is not read.
+  std::string sibling = R"({"io.kubernetes.cri.sandbox-namespace": "ml-a"})";
+  std::string u1000 = R"({"uid": 1000, "gid": 1000})";
+  CHECK(applied(patch(with(R"({ namespaces = ["ml-*"] })"), spec(containerd, u1000))));
+  CHECK(applied(patch(with(R"({ namespaces = ["x", "ml-a"] })"), spec(crio, u1000))));
+  CHECK_FALSE(applied(patch(with(R"({ namespaces = ["ml-b"] })"), spec(containerd, u1000))));
+  CHECK_FALSE(applied(patch(with(R"({ namespaces = ["*"] })"), spec(sibling, u1000))));
+  CHECK(applied(patch(with(R"({ uids = ["1000"] })"), spec(sibling, u1000))));
+  CHECK(applied(patch(with(R"({ uids = ["1-999", "1000-1999"] })"), spec(sibling, u1000))));
+  CHECK_FALSE(applied(patch(with(R"({ uids = ["1001-1999"] })"), spec(sibling, u1000))));
+  CHECK(applied(patch(with(R"({ uids = ["0"] })"), spec(sibling, "{}"))));  // no uid is runc's 0
+  CHECK_FALSE(applied(patch(with(R"({ uids = ["0-4294967295"] })"), spec(sibling, R"({"uid": -1})"))));
+  CHECK_FALSE(applied(patch(with(R"({ namespaces = ["ml-*"], uids = ["0"] })"), spec(containerd, u1000))));
+
+  CHECK_THAT(failure(with(R"({ uids = ["1000-"] })")), Catch::Contains("patch `p`: `1000-` is not a uid or a range"));
+  CHECK_THAT(failure(with(R"({ uids = [] })")), Catch::Contains("an empty list matches no container"));
+  CHECK_THAT(failure(with(R"({ namespaces = ["ml-["] })")), Catch::Contains("`ml-[` is not a namespace glob"));
+  patches::Patches scoped(read(with(R"({ namespaces = ["ml-*"], uids = ["1000-1999", "7"] })")));
+  CHECK(scoped.patches()[0].match.describe() == "namespaces ml-*; uids 1000-1999, 7");
+  CHECK(ContainerMatch{}.describe() == "every container");
 }
 
 TEST_CASE("patches: each RFC 6902 op, in order") {

@@ -4,6 +4,7 @@
 
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
+#include "specshim/container_match.h"
 #include "specshim/error.h"
 #include "specshim/patches.h"
 #include "specshim/registry.h"
@@ -19,6 +20,18 @@ std::string describe_rule(const requirements::Rule& r) {
   for (auto g : r.additional_gids) adds.push_back("gid:" + std::to_string(g));
   for (const auto& e : r.env) adds.push_back("env:" + e.substr(0, e.find('=')));
   return "`" + r.name + "` adds " + join(adds, " ");
+}
+
+// passwd_scope says which containers get passwd entries and what happens
+// where one cannot be ensured: what a default-handler rollout changes.
+std::string passwd_scope(const config::Document& doc) {
+  auto root = doc.root();
+  auto passwd = root.section("passwd");
+  auto scope = read_container_match(passwd, "");
+  bool required = passwd.boolean("required").value_or(false);
+  return "passwd: entries for " + scope.describe() +
+         (required ? "; an entry that cannot be ensured fails the create (required = true)"
+                   : "; where an entry cannot be ensured the container runs without one (required = false)");
 }
 
 // read_probed_tables reads [cdi], [kubelet], [device-plugin], [cpuset] and [hotplug]
@@ -122,6 +135,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     }
     c.add(Status::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
     if (on.empty()) c.add(Status::warn, "no modifier is on, so specshim changes no container: " + why_none_on(doc));
+    if (loaded.on("passwd")) c.add(Status::info, passwd_scope(doc));
     for (const auto& r : loaded.rules) {
       c.add(Status::info, "requirements rule " + describe_rule(r));
       // specshim.io/resources is written by the device-plugin modifier; without it the annotation is

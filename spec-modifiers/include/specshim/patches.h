@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "specshim/config.h"
+#include "specshim/container_match.h"
 #include "specshim/modifier.h"
 
 namespace specshim::patches {
@@ -18,13 +19,6 @@ namespace specshim::patches {
 // kRecordAnnotation lists, comma-separated, the patches already applied to a
 // spec. A patch named there is never applied again.
 inline constexpr std::string_view kRecordAnnotation = "specshim.io/patches";
-
-// Match holds when every given condition holds; an empty Match holds for
-// every container.
-struct Match {
-  std::map<std::string, std::string> annotations;  // key -> fnmatch glob over the value
-  std::optional<ContainerKind> kind;               // container: anything but a sandbox
-};
 
 // Op is one validated RFC 6902 operation, kept as the JSON object
 // nlohmann::json::patch takes, plus what messages name it by.
@@ -37,7 +31,7 @@ struct Op {
 // Patch is one validated [[patches]] table.
 struct Patch {
   std::string name;
-  Match match;
+  ContainerMatch match;
   std::vector<Op> ops;
   std::vector<Json> set_mounts;  // OCI mount objects, one per destination
 };
@@ -46,10 +40,6 @@ struct Patch {
 // build_chain hands the factory). Every error names the patch and, for an
 // operation, its index and line.
 std::vector<Patch> read_patches(config::Section& s);
-
-// valid_glob reports whether fnmatch(3) reads g as the admin meant it: no
-// unterminated bracket expression, no trailing backslash, no control bytes.
-bool valid_glob(std::string_view g);
 
 // normal_destination is how set-mounts compares mount destinations:
 // lexically normal, without a trailing slash (/etc//hosts/ is /etc/hosts).

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// ContainerMatch: which containers a site rule applies to, the `match` table
+// that [[patches]] and [passwd] share. See docs/patches.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "specshim/config.h"
+#include "specshim/modifier.h"
+
+namespace specshim {
+
+// ContainerMatch holds when every given condition holds; an empty one holds
+// for every container, sandboxes included.
+struct ContainerMatch {
+  std::map<std::string, std::string> annotations;  // key -> fnmatch glob over the value
+  std::optional<ContainerKind> kind;               // container: anything but a sandbox
+  std::vector<std::string> namespaces;             // fnmatch globs over the pod's namespace (CRI's annotations)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> uids;  // inclusive ranges over process.user.uid
+
+  bool empty() const { return annotations.empty() && !kind && namespaces.empty() && uids.empty(); }
+  bool holds(const Spec& spec) const;
+  // describe is one line for doctor: "every container", or the conditions.
+  std::string describe() const;
+};
+
+// read_container_match reads the optional `match` table of t. `who` starts
+// every error message ("patch `p`"); empty for a table that is its own
+// subject ([passwd]).
+ContainerMatch read_container_match(config::Section& t, std::string_view who);
+
+// pod_namespace is the pod's namespace as containerd's or CRI-O's CRI wrote
+// it into the spec; nullopt for a container created outside CRI.
+std::optional<std::string> pod_namespace(const Spec& spec);
+
+// valid_glob reports whether fnmatch(3) reads g as the admin meant it: no
+// unterminated bracket expression, no trailing backslash, no control bytes.
+bool valid_glob(std::string_view g);
+
+}  // namespace specshim
