@@ -450,6 +450,71 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
   }
 }
 
+TEST_CASE("doctor: which handler a pod without a RuntimeClass gets, and whether specshim is in its chain") {
+  FakeHost h;
+  write_file(h.root / "usr/bin/nvidia-container-runtime", "#!/bin/sh\n", 0755);
+  // nvidia-ctk runtime configure --set-as-default on a version 3 root: a
+  // drop-in in conf.d with the nvidia handler and default_runtime_name.
+  const std::string v3 = "[plugins.\"io.containerd.cri.v1.runtime\".containerd";
+  auto toolkit_v3 = [&](const std::string& binary) {
+    return "version = 3\n\n" + v3 + "]\n  default_runtime_name = \"nvidia\"\n\n" + v3 +
+           ".runtimes.nvidia]\n  runtime_type = \"io.containerd.runc.v2\"\n\n" + v3 +
+           ".runtimes.nvidia.options]\n  BinaryName = \"" + binary + "\"\n  SystemdCgroup = true\n";
+  };
+  const std::string root_v3 = "version = 3\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n\n" + v3 +
+                              ".runtimes.specshim]\n  runtime_type = \"io.containerd.runc.v2\"\n" + v3 +
+                              ".runtimes.specshim.options]\n  BinaryName = \"/usr/local/bin/specshim\"\n";
+  SECTION("no default_runtime_name: containerd's runc, without specshim") {
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "info",
+                                        "pods without a RuntimeClass get the handler `runc` (containerd's default), "
+                                        "which runs runc: specshim is not in their chain"));
+  }
+  SECTION("the toolkit's drop-in makes nvidia the default; NVIDIA's runtime runs runc") {
+    write_file(h.root / "etc/containerd/config.toml", root_v3);
+    write_file(h.root / "etc/containerd/conf.d/99-nvidia.toml", toolkit_v3("/usr/bin/nvidia-container-runtime"));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "pods without a RuntimeClass get the handler `nvidia` (default_runtime_name, "));
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "conf.d/99-nvidia.toml line 4), which runs NVIDIA's runtime "
+                                    "(/usr/bin/nvidia-container-runtime), which runs "));
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    "(NVIDIA's default runtimes list): specshim is not in their chain; pods reach "
+                                    "specshim only through a RuntimeClass whose handler runs it, or install-on-host.sh "
+                                    "--handler nvidia --chain puts it in front"));
+    // NVIDIA's runtime configured to run specshim puts it in the chain.
+    write_file(h.root / "etc/nvidia-container-runtime/config.toml",
+               "[nvidia-container-runtime]\nruntimes = [\"/usr/local/bin/specshim\", \"runc\"]\n");
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "ok",
+                                        "which runs NVIDIA's runtime (/usr/bin/nvidia-container-runtime), which runs "
+                                        "specshim (this binary, runtimes in "
+                                        "/etc/nvidia-container-runtime/config.toml)"));
+  }
+  SECTION("install-on-host.sh --handler nvidia --chain: specshim in the handler, NVIDIA's runtime after it") {
+    write_file(h.root / "etc/containerd/config.toml", root_v3);
+    write_file(h.root / "etc/containerd/conf.d/99-nvidia.toml", toolkit_v3("/usr/local/bin/specshim"));
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "ok",
+                                        "get the handler `nvidia` (default_runtime_name, " + h.root.string() +
+                                            "/etc/containerd/conf.d/99-nvidia.toml line 4), which runs specshim "
+                                            "(this binary), which runs "));
+  }
+  SECTION("a version 2 root the toolkit edited in place; containerd 1.x replaces a plugin table whole") {
+    const std::string v2 = "[plugins.\"io.containerd.grpc.v1.cri\"";
+    write_file(h.root / "etc/containerd/config.toml",
+               "version = 2\nimports = [\"/etc/containerd/extra.toml\"]\n\n" + v2 + ".containerd]\n" +
+                   "  default_runtime_name = \"nvidia\"\n" + v2 + ".containerd.runtimes.nvidia]\n" +
+                   "  runtime_type = \"io.containerd.runc.v2\"\n" + v2 + ".containerd.runtimes.nvidia.options]\n" +
+                   "  BinaryName = \"/usr/bin/nvidia-container-runtime\"\n");
+    write_file(h.root / "etc/containerd/extra.toml", "version = 2\n");
+    write_file(h.root / "usr/bin/containerd", "#!/bin/sh\necho 'containerd github.com/containerd/containerd 1.7.24'\n",
+               0755);
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "info", "get the handler `nvidia` (default_runtime_name, "));
+    // An imported file with its own CRI table replaces the root's in 1.x: the default is runc again.
+    write_file(h.root / "etc/containerd/extra.toml", "version = 2\n" + v2 + "]\n  sandbox_image = \"pause:3.9\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "info", "get the handler `runc` (containerd's default)"));
+  }
+}
+
 namespace {
 
 // fake_containerd puts a `containerd` that prints version_line for

@@ -84,8 +84,16 @@ struct Containerd {
   std::string problem;  // why the version is unknown, when a binary was found
 };
 
-Containerd find_containerd(const Host& host) {
-  Containerd c;
+// host_which finds an executable under the host root, as a name on PATH
+// (this process's, else the usual directories) or as an absolute path; ""
+// when there is none.
+fs::path host_which(const Host& host, const std::string& name) {
+  auto executable = [](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos)
+    return name.front() == '/' && executable(host.path(name)) ? host.path(name) : "";
   const char* env = std::getenv("PATH");
   std::string path = env && *env ? env : kDefaultPath;
   for (std::size_t start = 0; start <= path.size();) {
@@ -94,12 +102,14 @@ Containerd find_containerd(const Host& host) {
     std::string dir = path.substr(start, end - start);
     start = end + 1;
     if (dir.empty() || dir.front() != '/') continue;
-    fs::path candidate = host.path(dir) / "containerd";
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(candidate.c_str(), X_OK) != 0) continue;
-    c.binary = candidate.string();
-    break;
+    if (fs::path candidate = host.path(dir) / name; executable(candidate)) return candidate;
   }
+  return "";
+}
+
+Containerd find_containerd(const Host& host) {
+  Containerd c;
+  c.binary = host_which(host, "containerd").string();
   if (c.binary.empty()) return c;
   Output out = run_command({c.binary, "--version"}, 5000);
   if (out.exit_code != 0) {
@@ -157,6 +167,8 @@ struct File {
   std::int64_t version = 1;
   bool has_cri = false;  // it has the CRI table that holds enable_cdi
   CriCdi cdi;
+  std::optional<std::string> default_runtime;  // containerd.default_runtime_name of the CRI table
+  std::string default_at;
 };
 
 struct Scan {
@@ -220,6 +232,13 @@ struct Scan {
     if (cri.has("cdi_spec_dirs")) {
       f.cdi.dirs = cri.strings("cdi_spec_dirs");
       f.cdi.dirs_at = at(file, cri, "cdi_spec_dirs");
+    }
+    if (cri.kind("containerd") == config::Kind::table) {
+      auto ctd = *cri.table("containerd");
+      if (ctd.has("default_runtime_name")) {
+        f.default_runtime = ctd.string("default_runtime_name");
+        f.default_at = at(file, ctd, "default_runtime_name");
+      }
     }
   }
 
@@ -300,11 +319,17 @@ std::string listed(const std::vector<std::string>& dirs) {
   return dirs.empty() ? "none" : join(dirs, ", ");
 }
 
-// check_cri_cdi says who injects CDI devices on this node: containerd 1.6
-// has no CDI; 1.7 injects when enable_cdi = true (default false); 2.x by
-// default. Where containerd injects, it resolves CRI's CDI requests from
-// its own cdi_spec_dirs before specshim runs, so they must be specshim's.
-void check_cri_cdi(const Scan& scan, const Containerd& ctd, const Loaded& loaded, Check& c) {
+enum class Line { v1_6, v1_7, v2, unknown };
+
+// Which is the containerd line whose merge rules and defaults apply.
+struct Which {
+  Line line = Line::unknown;
+  std::string version;  // "containerd 1.7.24", for messages; empty when unknown
+};
+
+// which_containerd tells the line from the binary's --version, else from
+// the root config's version (3 and 4 are 2.x only), and says which.
+Which which_containerd(const Scan& scan, const Containerd& ctd, Check& c) {
   std::int64_t root_version = 1;
   bool have_root = false;
   for (const auto& f : scan.files)
@@ -313,7 +338,7 @@ void check_cri_cdi(const Scan& scan, const Containerd& ctd, const Loaded& loaded
       have_root = true;
       break;
     }
-  enum class Line { v1_6, v1_7, v2, unknown } line = Line::unknown;
+  Line line = Line::unknown;
   std::string version;
   if (!ctd.version.empty()) {
     version = "containerd " + ctd.version;
@@ -332,6 +357,15 @@ void check_cri_cdi(const Scan& scan, const Containerd& ctd, const Loaded& loaded
                               " (1.6 has no CDI; 2.x also reads version 2 configs, with CRI CDI on by default)");
     }
   }
+  return {line, version};
+}
+
+// check_cri_cdi says who injects CDI devices on this node: containerd 1.6
+// has no CDI; 1.7 injects when enable_cdi = true (default false); 2.x by
+// default. Where containerd injects, it resolves CRI's CDI requests from
+// its own cdi_spec_dirs before specshim runs, so they must be specshim's.
+void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, Check& c) {
+  const auto& [line, version] = which;
   if (line == Line::v1_6) {
     c.add(Status::info, version + " has no CDI (it came in 1.7): specshim alone injects CDI devices");
     return;
@@ -405,6 +439,79 @@ void check_cri_cdi(const Scan& scan, const Containerd& ctd, const Loaded& loaded
   c.add(Status::warn, text + "; set both to the same list (docs/cdi.md, \"containerd's own CDI\")");
 }
 
+// nvidia_runtime_runs returns the low-level runtime NVIDIA's runtime execs:
+// the first of its config's [nvidia-container-runtime] runtimes (default
+// docker-runc, runc, crun) found on the host; where says where the list came from.
+fs::path nvidia_runtime_runs(const Host& host, std::string& where) {
+  const char* conf = "/etc/nvidia-container-runtime/config.toml";
+  std::vector<std::string> candidates = {"docker-runc", "runc", "crun"};
+  where = "NVIDIA's default runtimes list";
+  try {
+    auto doc = config::Document::load(host.path(conf));
+    auto root = doc.root();
+    if (root.kind("nvidia-container-runtime") == config::Kind::table)
+      if (auto list = root.table("nvidia-container-runtime")->strings("runtimes")) {
+        candidates = *list;
+        where = std::string("runtimes in ") + conf;
+      }
+  } catch (const std::exception& e) {
+    where = std::string(conf) + " unreadable (" + describe(e) + "), so NVIDIA's default runtimes list";
+  }
+  for (const auto& name : candidates)
+    if (auto found = host_which(host, name); !found.empty()) return found;
+  return "";
+}
+
+// check_default_handler says which handler a pod without a RuntimeClass
+// gets (default_runtime_name, merged over the files containerd loads as
+// its line merges them; containerd's own default is runc) and whether
+// specshim is in that handler's chain: its BinaryName, and behind NVIDIA's
+// runtime (nvidia-ctk runtime configure --set-as-default) the runtime that
+// one runs.
+void check_default_handler(const Scan& scan, Line line, const Loaded& loaded, Check& c) {
+  bool whole_tables = line != Line::v2;
+  std::optional<std::string> name;
+  std::string name_at;
+  for (const auto& f : scan.files) {
+    if (!f.loaded || !(whole_tables ? f.has_cri : f.default_runtime.has_value())) continue;
+    name = f.default_runtime;
+    name_at = f.default_at;
+  }
+  std::string handler = name.value_or("runc");
+  std::string binary;  // the last loaded BinaryName of that handler
+  for (const auto& f : scan.found)
+    if (f.loaded && f.runtime.name == handler && !f.runtime.binary.empty()) binary = f.runtime.binary;
+  std::string head = "pods without a RuntimeClass get the handler `" + handler + "` (" +
+                     (name ? "default_runtime_name, " + name_at : std::string("containerd's default")) + ")";
+  std::string rollout = "; pods reach specshim only through a RuntimeClass whose handler runs it";
+  if (binary.empty()) {
+    c.add(Status::info, head + ", which runs runc: specshim is not in their chain" + rollout);
+    return;
+  }
+  fs::path exe = fs::path(binary).is_absolute() ? scan.host.path(binary) : fs::path();
+  if (!exe.empty() && same_file(exe, scan.self)) {
+    std::string then = loaded.settings.runtime_path.value_or("runc");
+    c.add(Status::ok, head + ", which runs specshim (this binary), which runs " + then + " ([runtime] path)");
+    return;
+  }
+  if (fs::path(binary).filename() == "nvidia-container-runtime") {
+    std::string where;
+    fs::path next = nvidia_runtime_runs(scan.host, where);
+    if (!next.empty() && same_file(next, scan.self)) {
+      c.add(Status::ok,
+            head + ", which runs NVIDIA's runtime (" + binary + "), which runs specshim (this binary, " + where + ")");
+      return;
+    }
+    c.add(Status::info, head + ", which runs NVIDIA's runtime (" + binary + "), which runs " +
+                            (next.empty() ? std::string("none of its runtimes (not found)") : next.string()) + " (" +
+                            where + "): specshim is not in their chain" + rollout +
+                            ", or install-on-host.sh --handler " + handler + " --chain puts it in front");
+    return;
+  }
+  c.add(Status::info,
+        head + ", whose BinaryName `" + binary + "` is not specshim: specshim is not in their chain" + rollout);
+}
+
 }  // namespace
 
 Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& self_exe, const fs::path& config) {
@@ -425,7 +532,9 @@ Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& s
     c.add(Status::warn, "no containerd config registers this binary (" + self_exe.string() + ")" +
                             (read.empty() ? "" : "; read " + join(read, ", ")));
   }
-  check_cri_cdi(scan, find_containerd(host), loaded, c);
+  Which which = which_containerd(scan, find_containerd(host), c);
+  check_default_handler(scan, which.line, loaded, c);
+  check_cri_cdi(scan, which, loaded, c);
   return c;
 }
 
