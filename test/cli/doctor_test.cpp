@@ -439,6 +439,23 @@ TEST_CASE("doctor: containerd config registering specshim with the wrong BinaryN
                "version = 3\nimports = [\"/etc/containerd/conf.d/specshim.toml\"]\n");
     REQUIRE_THAT(h.report(), !HasFinding("containerd", "fail", "runtime_type"));
   }
+  SECTION("a version 4 root (containerd 2.3's default) and the handler in a conf.d drop-in its glob imports") {
+    const std::string v3 = "[plugins.'io.containerd.cri.v1.runtime'.containerd";
+    write_file(h.root / "etc/containerd/config.toml",
+               "version = 4\nimports = ['/etc/containerd/conf.d/*.toml']\n\n[plugins.'io.containerd.server.v1.grpc']\n"
+               "  address = '/run/containerd/containerd.sock'\n");
+    write_file(h.root / "etc/containerd/conf.d/specshim.toml",
+               "version = 4\n\n" + v3 + ".runtimes.specshim]\n  runtime_type = 'io.containerd.runc.v2'\n" + v3 +
+                   ".runtimes.specshim.options]\n  BinaryName = '/usr/local/bin/specshim'\n" + v3 +
+                   "]\n  default_runtime_name = 'specshim'\n");
+    json report = h.report();
+    REQUIRE_THAT(
+        report,
+        HasFinding("containerd", "ok",
+                   "conf.d/specshim.toml: runtime `specshim`: BinaryName `/usr/local/bin/specshim` is this binary"));
+    REQUIRE_THAT(report, HasFinding("containerd", "info", "assuming 2.x, whose config version 4 is"));
+    REQUIRE_THAT(report, HasFinding("containerd", "ok", "get the handler `specshim` (default_runtime_name, "));
+  }
   SECTION("a relative BinaryName") {
     write_file(h.root / "etc/containerd/config.toml", FakeHost::containerd_config("specshim", "specshim"));
     REQUIRE_THAT(h.report(), HasFinding("containerd", "warn", "BinaryName `specshim` is relative"));
