@@ -100,7 +100,9 @@ options (environment variable in brackets):
                            containerd config (or runc, containerd's built-in one): specshim
                            becomes its BinaryName and every other option of it stays.
                            A BinaryName it had (e.g. nvidia-container-runtime) is replaced,
-                           or with --chain run by specshim in place of runc
+                           or with --chain run by specshim in place of runc. The handler may
+                           be defined in a drop-in that loads before conf.d/specshim.toml,
+                           as nvidia-ctk's conf.d/99-nvidia.toml (--handler nvidia)
   --chain                  [SPECSHIM_CHAIN=1] with --handler: keep the handler's old
                            BinaryName as specshim's [runtime] path. A fresh
                            /etc/specshim/config.toml is installed with it; an existing one
