@@ -1366,8 +1366,28 @@ class ToolkitTest(NodeFilesCase):
                 self.assertEqual(nvidia["options"]["BinaryName"], self.SPECSHIM, "specshim.toml loads after 99-nvidia.toml")
                 self.assertIs(nvidia["options"]["SystemdCgroup"], True)
                 self.assertEqual(nvidia["runtime_type"], "io.containerd.runc.v2")
+                installed = self.snapshot()
+                r = n.run("--handler", "nvidia", *(["--chain"] if chain else []))
+                self.assertIn("no restart", r.stdout)
+                self.assertEqual(self.snapshot(), installed)
                 n.run("--uninstall")
                 self.assert_untouched(before, restarts=restarts + 2)
+
+    def test_v2_root_with_the_toolkits_dropin_is_refused(self):
+        """Toolkit v1.18+ also writes conf.d/99-nvidia.toml under a version 2 root; containerd 1.x
+        would replace the root's whole CRI table with it."""
+        n = self.node
+        self.install_fixture("nvidia-ctk-v3")
+        cri2 = '"io.containerd.grpc.v1.cri"'
+        for f in ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"):
+            text = read(n.path(f)).decode().replace("version = 3", "version = 2")
+            write(n.path(f), text.replace('"io.containerd.cri.v1.runtime"', cri2))
+        before = self.snapshot()
+        r = n.run("--handler", "nvidia", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/etc/containerd/conf.d/99-nvidia.toml (imported by /etc/containerd/config.toml) sets the CRI "
+                      "plugin (io.containerd.grpc.v1.cri): containerd 1.x replaces the root's whole CRI table", r.stderr)
+        self.assert_untouched(before)
 
     def test_v3_a_dropin_loaded_after_specshims_is_refused(self):
         n = self.node
