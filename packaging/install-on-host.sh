@@ -220,15 +220,19 @@ repl_escape() { printf '%s' "$1" | sed 's/[\/&]/\\&/g'; }
 # ---- containerd config inspection ------------------------------------------
 
 config_version() {
-  local cfg=$1 v
-  if [ -n "$CONFIG_VERSION" ]; then
-    printf '%s' "$CONFIG_VERSION"
+  local cfg=$1 v=""
+  [ ! -f "$cfg" ] || v=$(file_version "$cfg")
+  # The root's own version wins: a drop-in of another version breaks
+  # containerd (see check_versions).
+  if [ -n "$v" ] && [ -n "$CONFIG_VERSION" ] && [ "$v" != "$CONFIG_VERSION" ]; then
+    die "$(strip_root "$cfg") says version = $v and --config-version says $CONFIG_VERSION; leave --config-version out (it is for a node without a config file, or one without a version line)"
+  fi
+  if [ -n "$v" ] || [ -n "$CONFIG_VERSION" ]; then
+    printf '%s' "${v:-$CONFIG_VERSION}"
     return
   fi
   if [ -f "$cfg" ]; then
-    v=$(file_version "$cfg")
-    [ -n "$v" ] || v=1
-    printf '%s' "$v"
+    printf '1'
     return
   fi
   # No config file: containerd runs on built-in defaults; ask it for its version.
