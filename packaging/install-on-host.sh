@@ -16,10 +16,16 @@
 #   /etc/specshim/config.toml                only when absent; never overwritten (with
 #                                            --chain, installed with [runtime] path set to
 #                                            the handler's old BinaryName)
-#   containerd 2.x (config version 3):
-#     /etc/containerd/conf.d/specshim.toml   the drop-in, plus its entry in `imports`; with
-#                                            --handler it sets only that handler's BinaryName
-#                                            (containerd 2.x merges imports key by key)
+#   containerd 2.x (config version 3; 2.3 and later: version 4):
+#     /etc/containerd/conf.d/specshim.toml   the drop-in, at the root config's version, plus
+#                                            its entry in `imports` unless a glob there covers
+#                                            it already (2.2's and 2.3's default root imports
+#                                            conf.d/*.toml: then the root keeps every byte);
+#                                            with --handler it sets only that handler's
+#                                            BinaryName (containerd 2.x merges imports key by
+#                                            key; a drop-in of another agent, like
+#                                            nvidia-ctk's conf.d/99-nvidia.toml, may define the
+#                                            handler when it loads before specshim.toml)
 #   containerd 1.6/1.7 (config version 2):
 #     a marked block appended to the containerd config; containerd 1.x replaces
 #     a plugin's whole table for each imported file, so a drop-in would wipe the
@@ -28,10 +34,15 @@
 #     adds the options table) and the line it replaced is recorded
 #   /var/lib/specshim/install-state          what was changed, for --uninstall
 # Every edit of the containerd config is preceded by a timestamped backup
-# next to it. containerd is restarted only when its configuration changed.
-# A drop-in always has the root config's version: on containerd 2.0-2.2 a
-# version 3 drop-in under a version 2 root drops the root's CRI settings, and
-# 2.3 refuses to start.
+# next to it. containerd is restarted only when its configuration changed, and
+# only after the node's containerd, when it can be run from the host root
+# (chroot HOST_ROOT containerd; SPECSHIM_CONTAINERD_CHECK_CMD replaces that
+# command), read the changed files (`containerd --config CFG config dump`):
+# when it rejects them, the old bytes are put back and nothing restarts.
+# A drop-in always has the root config's version, and an imported file of a
+# higher version than the root is refused: on containerd 2.0-2.2 a version 3
+# drop-in under a version 2 root drops the root's CRI settings, and 2.3.0-2.3.4
+# refuse to start ("drop-in config version N higher than root config version M").
 set -euo pipefail
 
 readonly STATE_REL=/var/lib/specshim/install-state
@@ -46,6 +57,7 @@ CONTAINERD_CONFIG=${SPECSHIM_CONTAINERD_CONFIG:-/etc/containerd/config.toml}
 CONFIG_VERSION=${SPECSHIM_CONFIG_VERSION:-}
 RESTART_CMD=${SPECSHIM_RESTART_CMD:-nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl restart containerd}
 VERSION_CMD=${SPECSHIM_CONTAINERD_VERSION_CMD:-}
+CHECK_CMD=${SPECSHIM_CONTAINERD_CHECK_CMD:-}
 MODE=${SPECSHIM_MODE:-install}
 HANDLER=${SPECSHIM_HANDLER:-specshim}
 CHAIN=${SPECSHIM_CHAIN:-0}
@@ -74,17 +86,23 @@ options (environment variable in brackets):
                            give /usr/bin/specshim on a node that has the .deb
   --containerd-config PATH node path of containerd's config
                            [SPECSHIM_CONTAINERD_CONFIG] (default /etc/containerd/config.toml)
-  --config-version 2|3     containerd config version, when it cannot be read from the
-                           config [SPECSHIM_CONFIG_VERSION]; 2 = containerd 1.6/1.7, 3 = 2.x
+  --config-version 2|3|4   containerd config version, when it cannot be read from the
+                           config [SPECSHIM_CONFIG_VERSION]; 2 = containerd 1.6/1.7,
+                           3 = 2.0-2.2, 4 = 2.3 and later
   --restart-cmd CMD        how to restart containerd [SPECSHIM_RESTART_CMD]
-                           (default: nsenter into pid 1, systemctl restart containerd)
+                           (default: nsenter into pid 1, systemctl restart containerd).
+                           Before it, the node's containerd (chroot into --host-root)
+                           reads the changed config (config dump); if it rejects it,
+                           the old files come back and nothing restarts
   --no-restart             change files only; print the restart command instead
   --handler NAME           [SPECSHIM_HANDLER] (default specshim: a new handler "specshim").
                            Any other NAME ([A-Za-z0-9_-]+) is an existing handler of the
                            containerd config (or runc, containerd's built-in one): specshim
                            becomes its BinaryName and every other option of it stays.
                            A BinaryName it had (e.g. nvidia-container-runtime) is replaced,
-                           or with --chain run by specshim in place of runc
+                           or with --chain run by specshim in place of runc. The handler may
+                           be defined in a drop-in that loads before conf.d/specshim.toml,
+                           as nvidia-ctk's conf.d/99-nvidia.toml (--handler nvidia)
   --chain                  [SPECSHIM_CHAIN=1] with --handler: keep the handler's old
                            BinaryName as specshim's [runtime] path. A fresh
                            /etc/specshim/config.toml is installed with it; an existing one
@@ -130,6 +148,10 @@ parse_args() {
     0 | 1) ;;
     *) die "SPECSHIM_CHAIN is 0 or 1, not \`$CHAIN\`" ;;
   esac
+  case "$CONFIG_VERSION" in
+    "" | 2 | 3 | 4) ;;
+    *) die "--config-version is 2 (containerd 1.6/1.7), 3 (2.0-2.2) or 4 (2.3 and later), not \`$CONFIG_VERSION\`" ;;
+  esac
   if [ "$CHAIN" = 1 ] && [ "$HANDLER" = specshim ]; then
     die "--chain goes with --handler NAME (an existing handler whose BinaryName specshim takes over); the new handler \"specshim\" has no BinaryName to keep"
   fi
@@ -158,9 +180,11 @@ state_write() {
 
 # ---- small file helpers -----------------------------------------------------
 
+RUN_BACKUPS=()
 backup() {
   local file=$1 stamp
   stamp=$(date -u +%Y%m%dT%H%M%SZ)
+  [ -e "$file.specshim-backup.$stamp" ] || RUN_BACKUPS+=("$file.specshim-backup.$stamp")
   cp -p "$file" "$file.specshim-backup.$stamp"
   log "backed up $(strip_root "$file") to $(strip_root "$file").specshim-backup.$stamp"
 }
@@ -196,31 +220,60 @@ repl_escape() { printf '%s' "$1" | sed 's/[\/&]/\\&/g'; }
 # ---- containerd config inspection ------------------------------------------
 
 config_version() {
-  local cfg=$1 v
-  if [ -n "$CONFIG_VERSION" ]; then
-    printf '%s' "$CONFIG_VERSION"
+  local cfg=$1 v=""
+  [ ! -f "$cfg" ] || v=$(file_version "$cfg")
+  # The root's own version wins: a drop-in of another version breaks
+  # containerd (see check_versions).
+  if [ -n "$v" ] && [ -n "$CONFIG_VERSION" ] && [ "$v" != "$CONFIG_VERSION" ]; then
+    die "$(strip_root "$cfg") says version = $v and --config-version says $CONFIG_VERSION; leave --config-version out (it is for a node without a config file, or one without a version line)"
+  fi
+  if [ -n "$v" ] || [ -n "$CONFIG_VERSION" ]; then
+    printf '%s' "${v:-$CONFIG_VERSION}"
     return
   fi
   if [ -f "$cfg" ]; then
-    v=$(sed -n 's/^[[:space:]]*version[[:space:]]*=[[:space:]]*\([0-9]\+\).*/\1/p' "$cfg" | head -n 1)
-    [ -n "$v" ] || v=1
-    printf '%s' "$v"
+    printf '1'
     return
   fi
   # No config file: containerd runs on built-in defaults; ask it for its version.
-  local out major
+  local out release major minor
   if [ -n "$VERSION_CMD" ]; then
     out=$($VERSION_CMD 2>/dev/null) || die "\`$VERSION_CMD\` failed; pass --config-version"
   else
     out=$(chroot "$HOST_ROOT" containerd --version 2>/dev/null) ||
-      die "no $(strip_root "$cfg") and cannot run the node's containerd --version; pass --config-version 2 (containerd 1.6/1.7) or 3 (2.x)"
+      die "no $(strip_root "$cfg") and cannot run the node's containerd --version; pass --config-version 2 (containerd 1.6/1.7), 3 (2.0-2.2) or 4 (2.3 and later)"
   fi
-  major=$(printf '%s\n' "$out" | awk '{print $3}' | sed 's/^v//; s/\..*//')
-  case "$major" in
-    1) printf '2' ;;
-    2) printf '3' ;;
+  # "containerd github.com/containerd/containerd/v2 v2.3.4 <commit>": 1.x reads
+  # version 2, 2.0-2.2 version 3, 2.3 and later write version 4.
+  release=$(printf '%s\n' "$out" | awk '{print $3}' | sed 's/^v//')
+  major=${release%%.*} minor=${release#*.} minor=${minor%%.*}
+  case "$major.$minor" in
+    1.[0-9]*) printf '2' ;;
+    2.[012]) printf '3' ;;
+    2.[0-9]*) printf '4' ;;
     *) die "cannot tell the containerd version from \`$out\`; pass --config-version" ;;
   esac
+}
+
+# file_version FILE prints the top-level `version = N` of a containerd config
+# ("" when it has none: containerd reads such a file as version 1).
+file_version() {
+  awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*version[[:space:]]*=[[:space:]]*[0-9]/ { sub(/^[^=]*=[[:space:]]*/, ""); sub(/[^0-9].*/, ""); print; exit }' "$1"
+}
+
+# check_versions CFG VERSION refuses an imported file of a higher config
+# version than the root's: containerd 2.3.0-2.3.4 refuse to start, 2.0-2.2
+# migrate the root over it and lose its CRI settings.
+check_versions() {
+  local cfg=$1 root=$2 f v
+  [ -f "$cfg" ] || return 0
+  while IFS= read -r f; do
+    v=$(file_version "$f")
+    [ -n "$v" ] || continue
+    if [ "$v" -gt "$root" ]; then
+      die "$(strip_root "$f") (imported by $CONTAINERD_CONFIG) is containerd config version $v, higher than the root config's version $root: containerd 2.3.0-2.3.4 refuse to start (\"drop-in config version $v higher than root config version $root\") and 2.0-2.2 lose the root's CRI settings. Give the two files the same version, then run again"
+    fi
+  done < <(import_files "$cfg")
 }
 
 uses_systemd_cgroup() {
@@ -387,9 +440,13 @@ remove_block() {
 
 # version 3: the drop-in file plus its entry in the top-level `imports`.
 install_v3() {
-  local cfg=$1 rendered
+  local cfg=$1 rendered src="$SOURCE_ROOT/usr/share/specshim/containerd/containerd-2.x.toml"
   rendered=$(mktemp)
-  render_snippet "$SOURCE_ROOT/usr/share/specshim/containerd/containerd-2.x.toml" "$cfg" >"$rendered"
+  render_snippet "$src" "$cfg" >"$rendered"
+  grep -qx 'version = 3' "$rendered" || die "snippet \`$src\` has no line \`version = 3\`"
+  # The drop-in has the root's version: 3, or 4 on containerd 2.3 (whose CRI
+  # runtime tables are version 3's).
+  sed -i "s/^version = 3\$/version = $CONFIG_VER/" "$rendered"
   install_dropin "$cfg" "$rendered"
   rm -f "$rendered"
 }
@@ -411,15 +468,19 @@ install_dropin() {
   path_entry="\"$DROPIN_REL\""
   if [ ! -f "$cfg" ]; then
     mkdir -p "$(dirname "$cfg")"
-    printf 'version = 3\nimports = [%s]\n' "$path_entry" >"$cfg"
+    printf 'version = %s\nimports = [%s]\n' "$CONFIG_VER" "$path_entry" >"$cfg"
     IMPORTS_EDIT=created
     log "created $(strip_root "$cfg") importing the drop-in"
     CHANGED=1
     return
   fi
-  local line
+  local line covering
   line=$(imports_line "$cfg")
-  if [ -z "$line" ]; then
+  covering=$(covering_entry "$cfg")
+  if [ -n "$covering" ]; then
+    log "$(strip_root "$cfg") imports the drop-in already (\"$covering\"); its bytes stay as they are"
+    if [ "${IMPORTS_EDIT:-none}" = none ]; then IMPORTS_EDIT=none IMPORTED_BY=$covering; fi
+  elif [ -z "$line" ]; then
     backup "$cfg"
     { printf 'imports = [%s]\n' "$path_entry"; cat "$cfg"; } >"$cfg.specshim-tmp.$$"
     chmod --reference="$cfg" "$cfg.specshim-tmp.$$"
@@ -427,8 +488,6 @@ install_dropin() {
     IMPORTS_EDIT=inserted
     log "added an imports line to $(strip_root "$cfg")"
     CHANGED=1
-  elif covers_dropin "$line"; then
-    log "$(strip_root "$cfg") already imports the drop-in"
   else
     case "$line" in
       *"imports"*=*"["*) ;;
@@ -447,11 +506,34 @@ imports_line() {
   awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*imports[[:space:]]*=/ { print; exit }' "$1"
 }
 
-covers_dropin() {
-  case "$1" in
-    *"\"$DROPIN_REL\""* | *"\"/etc/containerd/conf.d/*.toml\""* | *"'/etc/containerd/conf.d/*.toml'"*) return 0 ;;
-  esac
-  return 1
+# import_entries CFG prints the entries of CFG's top-level `imports`, one a line.
+import_entries() {
+  local entry
+  awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*imports[[:space:]]*=/ { on = 1 } on { print; if (index($0, "]")) exit }' "$1" |
+    sed 's/#.*//' | grep -oE "\"[^\"]*\"|'[^']*'" |
+    while IFS= read -r entry; do printf '%s\n' "${entry:1:${#entry}-2}"; done
+}
+
+# covers ENTRY: the imports entry ENTRY (a path or a glob, relative to the root
+# config's directory) names specshim's drop-in, as containerd's filepath.Glob
+# would match it: in the drop-in's directory, by file name.
+covers() {
+  local entry=$1 dir
+  case "$entry" in /*) ;; *) entry="$(dirname "$CONTAINERD_CONFIG")/$entry" ;; esac
+  dir=$(realpath -ms -- "$(dirname "$entry")")
+  # shellcheck disable=SC2053 # the entry's file name is a glob, matched as one
+  [ "$dir" = "$(dirname "$DROPIN_REL")" ] && [[ ${DROPIN_REL##*/} == ${entry##*/} ]]
+}
+
+# covering_entry CFG prints the first imports entry of CFG that names the drop-in.
+covering_entry() {
+  local entry
+  while IFS= read -r entry; do
+    if covers "$entry"; then
+      printf '%s' "$entry"
+      return
+    fi
+  done < <(import_entries "$1")
 }
 
 # ---- --handler NAME: specshim as the BinaryName of an existing handler -----
@@ -610,32 +692,55 @@ scan_handler() {
   return 0
 }
 
-# import_files CFG prints the files CFG's top-level `imports` names (globs
-# expanded, relative paths taken from the config's directory), as host paths,
-# one a line, specshim's own drop-in left out.
-import_files() {
-  local cfg=$1 entries entry pattern f dropin
+# import_order CFG prints, as host paths, the files containerd loads after the
+# root CFG once specshim's drop-in is in place, in containerd's order: the
+# entries of `imports` in turn, a glob's matches sorted by bytes
+# (filepath.Glob), a file loaded once. The drop-in is first when no entry
+# covers it (install-on-host.sh then puts its own entry first); under a
+# covering glob it is where its name sorts. One level: imports of imports are
+# not followed.
+import_order() {
+  local cfg=$1 entry pattern f dropin LC_ALL=C
+  local -A seen=()
+  local -a matches
   dropin=$(host "$DROPIN_REL")
-  entries=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*imports[[:space:]]*=/ { on = 1 } on { print; if (index($0, "]")) exit }' "$cfg" |
-    sed 's/#.*//' | grep -oE "\"[^\"]*\"|'[^']*'" || true)
+  if [ -z "$(covering_entry "$cfg")" ]; then
+    printf '%s\n' "$dropin"
+    seen[$dropin]=1
+  fi
   while IFS= read -r entry; do
-    [ -n "$entry" ] || continue
-    entry=${entry:1:${#entry}-2}
     case "$entry" in
       /*) pattern=$(host "$entry") ;;
       *) pattern=$(host "$(dirname "$CONTAINERD_CONFIG")/$entry") ;;
     esac
-    while IFS= read -r f; do
-      if [ -f "$f" ] && [ "$f" != "$dropin" ]; then printf '%s\n' "$f"; fi
-    done < <(compgen -G "$pattern" || true)
-  done <<<"$entries"
+    mapfile -t matches < <({
+      compgen -G "$pattern" || true
+      if covers "$entry"; then printf '%s\n' "$dropin"; fi
+    } | sort -u)
+    for f in ${matches[@]+"${matches[@]}"}; do
+      [ -z "${seen[$f]:-}" ] || continue
+      seen[$f]=1
+      if [ -f "$f" ] || [ "$f" = "$dropin" ]; then printf '%s\n' "$f"; fi
+    done
+  done < <(import_entries "$cfg")
 }
 
-# note_default tells, from SCAN_DEFAULT, which handler runs pods without a
-# RuntimeClass, when it is not the one specshim takes over.
+# import_files CFG prints the files CFG imports (import_order without
+# specshim's drop-in).
+import_files() {
+  local f dropin
+  dropin=$(host "$DROPIN_REL")
+  while IFS= read -r f; do
+    [ "$f" = "$dropin" ] || printf '%s\n' "$f"
+  done < <(import_order "$1")
+}
+
+# note_default RAW tells, from default_runtime_name's raw value RAW (the last
+# one containerd loads), which handler runs pods without a RuntimeClass, when
+# it is not the one specshim takes over.
 note_default() {
   local name=runc
-  if [ -n "$SCAN_DEFAULT" ]; then name=$(toml_string "$SCAN_DEFAULT") || return 0; fi
+  if [ -n "$1" ]; then name=$(toml_string "$1") || return 0; fi
   [ "$name" = "$HANDLER" ] ||
     log "note: default_runtime_name is \"$name\": pods without a RuntimeClass run that, not \"$HANDLER\" (a RuntimeClass with handler: $HANDLER selects it)"
 }
@@ -704,21 +809,39 @@ delete_line() {
 }
 
 # check_imports CFG VERSION: an imported file must not take the handler's
-# BinaryName out of the root's (and the drop-in's) hands.
+# BinaryName out of the drop-in's hands. Version 3 and 4: a file that
+# containerd loads before specshim's drop-in may define the handler (the
+# drop-in's BinaryName is merged over it, key by key, as over the root's):
+# nvidia-ctk's conf.d/99-nvidia.toml sorts before conf.d/specshim.toml. Sets
+# IMPORT_DEFINES, IMPORT_BIN (the BinaryName the last such file gives the
+# handler), IMPORT_DEFAULT and IMPORT_TYPE (raw default_runtime_name and
+# runtime_type, the last ones loaded).
 check_imports() {
-  local cfg=$1 f shown
+  local cfg=$1 f shown dropin after=0
+  IMPORT_BIN="" IMPORT_DEFAULT="" IMPORT_TYPE=""
   [ -f "$cfg" ] || return 0
+  dropin=$(host "$DROPIN_REL")
   while IFS= read -r f; do
+    if [ "$f" = "$dropin" ]; then
+      after=1
+      continue
+    fi
     shown="$(strip_root "$f") (imported by $CONTAINERD_CONFIG)"
     scan_handler "$f" "$shown" || die "$SCAN_ERR"
     if [ "$2" = 2 ] && [ "$SCAN_CRI" = 1 ]; then
       die "$shown sets the CRI plugin (io.containerd.grpc.v1.cri): containerd 1.x replaces the root's whole CRI table with that file's, so set BinaryName = \"$BINARY_PATH\" in [$H_TABLE.options] there by hand"
     fi
     if [ -n "$SCAN_BIN_LINE" ]; then
-      die "$shown line $SCAN_BIN_LINE sets the BinaryName of the handler \`$HANDLER\`; containerd merges it over the root config, so install-on-host.sh cannot tell which value wins. Move that setting into $CONTAINERD_CONFIG (or remove it), then run again"
+      if [ "$after" = 1 ]; then
+        die "$shown line $SCAN_BIN_LINE sets the BinaryName of the handler \`$HANDLER\`, and containerd loads it after $DROPIN_REL, so its value would win over specshim's. Move that setting into $CONTAINERD_CONFIG (or remove it), then run again"
+      fi
+      IMPORT_BIN=$(toml_string "$SCAN_BIN") ||
+        die "$shown line $SCAN_BIN_LINE: cannot read BinaryName = $SCAN_BIN (install-on-host.sh reads a one-line string without escapes)"
     fi
+    [ -z "$SCAN_DEFAULT" ] || IMPORT_DEFAULT=$SCAN_DEFAULT
+    [ -z "$SCAN_TYPE" ] || IMPORT_TYPE=$SCAN_TYPE
     [ "$SCAN_EXISTS" = 0 ] || IMPORT_DEFINES=1
-  done < <(import_files "$cfg")
+  done < <(import_order "$cfg")
 }
 
 # plan_handler_v2 CFG decides the edit of a version 2 config, changing
@@ -750,7 +873,7 @@ plan_handler_v2() {
   fi
   rm -f "$own"
   check_type "$shown"
-  note_default
+  note_default "$SCAN_DEFAULT"
   case "$prev" in
     replaced | inserted)
       want=$(unb64 "$(state_get handler_line_b64)")
@@ -848,7 +971,7 @@ apply_handler_v2() {
 # for containerd's built-in runc) or none (BinaryName is specshim already, set
 # by someone else). OLD_BINARY is the BinaryName the root gives the handler.
 plan_handler_v3() {
-  local cfg=$1 shown dropin exists=0
+  local cfg=$1 shown dropin exists=0 default
   shown=$(strip_root "$cfg")
   dropin=$(host "$DROPIN_REL")
   PREV_EDIT=$(state_get handler_edit)
@@ -859,14 +982,20 @@ plan_handler_v3() {
   if [ -f "$cfg" ]; then
     scan_handler "$cfg" "$shown" || die "$SCAN_ERR"
     check_type "$shown"
-    note_default
-    exists=$SCAN_EXISTS
+    exists=$SCAN_EXISTS default=$SCAN_DEFAULT
     if [ -n "$SCAN_BIN_LINE" ]; then
       OLD_BINARY=$(toml_string "$SCAN_BIN") ||
         die "$shown line $SCAN_BIN_LINE: cannot read BinaryName = $SCAN_BIN (install-on-host.sh reads a one-line string without escapes)"
     fi
-    check_imports "$cfg" 3
+    check_imports "$cfg" "$CONFIG_VER"
     [ "$IMPORT_DEFINES" = 0 ] || exists=1
+    [ -z "$IMPORT_BIN" ] || OLD_BINARY=$IMPORT_BIN
+    [ -z "$IMPORT_DEFAULT" ] || default=$IMPORT_DEFAULT
+    if [ -n "$IMPORT_TYPE" ]; then
+      SCAN_TYPE=$IMPORT_TYPE
+      check_type "$shown (with its imports)"
+    fi
+    note_default "$default"
   fi
   if [ "$OLD_BINARY" = "$BINARY_PATH" ] && [ "$PREV_EDIT" != dropin ]; then
     EDIT=none OLD_BINARY=""
@@ -893,8 +1022,9 @@ apply_handler_v3() {
     printf '# written by install-on-host.sh --handler %s; --uninstall removes this file\n' "$HANDLER"
     printf '# and its entry in the imports of %s.\n' "$CONTAINERD_CONFIG"
     printf '# containerd 2.x merges imported files key by key: every other setting of the\n'
-    printf '# handler stays as the root config has it.\n'
-    printf 'version = 3\n\n'
+    printf '# handler stays as the root config (and the files it imports before this one)\n'
+    printf '# has it.\n'
+    printf 'version = %s\n\n' "$CONFIG_VER"
     if [ "$BLOCK_HANDLER" = 1 ]; then
       printf '# The root config relies on containerd'"'"'s built-in runc handler: state its runtime_type.\n'
       printf '[%s]\n  runtime_type = "io.containerd.runc.v2"\n\n' "$H_TABLE"
@@ -1031,6 +1161,72 @@ uninstall_handler_line() {
   CHANGED=1
 }
 
+# ---- check before restart ----------------------------------------------------
+
+# node_containerd ARGS runs the node's containerd: chroot into the host root,
+# or SPECSHIM_CONTAINERD_CHECK_CMD (a command line, split on blanks).
+node_containerd() {
+  if [ -n "$CHECK_CMD" ]; then
+    # shellcheck disable=SC2086 # a command line, split on purpose
+    $CHECK_CMD "$@"
+  else
+    chroot "$HOST_ROOT" containerd "$@"
+  fi
+}
+check_command() { printf '%s' "${CHECK_CMD:-chroot $HOST_ROOT containerd}"; }
+
+# snapshot_config keeps the bytes of the files a containerd config edit may
+# change (the root config, specshim's drop-in) and notes the directories it
+# may create, so that restore_config can put the node back as it was.
+snapshot_config() {
+  local f d i=0
+  SNAP_DIR=$(mktemp -d)
+  trap 'rm -rf "$SNAP_DIR"' EXIT
+  SNAP_FILES=("$(host "$CONTAINERD_CONFIG")" "$(host "$DROPIN_REL")")
+  SNAP_NEW_DIRS=()
+  for f in "${SNAP_FILES[@]}"; do
+    if [ -e "$f" ]; then cp -p "$f" "$SNAP_DIR/$i"; fi
+    i=$((i + 1))
+    d=$(dirname "$f")
+    while [ ! -d "$d" ]; do
+      SNAP_NEW_DIRS+=("$d")
+      d=$(dirname "$d")
+    done
+  done
+}
+
+restore_config() {
+  local f d i=0
+  for f in "${SNAP_FILES[@]}"; do
+    if [ -e "$SNAP_DIR/$i" ]; then cp -p "$SNAP_DIR/$i" "$f"; else rm -f "$f"; fi
+    i=$((i + 1))
+  done
+  rm -f ${RUN_BACKUPS[@]+"${RUN_BACKUPS[@]}"}
+  for d in ${SNAP_NEW_DIRS[@]+"${SNAP_NEW_DIRS[@]}"}; do rmdir "$d" 2>/dev/null || true; done
+}
+
+# check_config: the node's containerd reads the changed configuration, over
+# the node's paths, before anything restarts it. When it rejects it, the
+# files are put back byte for byte and the install stops; when it cannot be
+# run (no chroot, another containerd binary name), that is said and the
+# install goes on.
+check_config() {
+  local err errs what
+  what="$(check_command) --config $CONTAINERD_CONFIG config dump"
+  if ! node_containerd --version >/dev/null 2>&1; then
+    log "cannot run the node's containerd ($(check_command) --version failed): the changed configuration is not checked before the restart"
+    return 0
+  fi
+  if err=$(node_containerd --config "$CONTAINERD_CONFIG" config dump 2>&1 >/dev/null); then
+    log "the node's containerd reads the changed configuration ($what)"
+    return 0
+  fi
+  restore_config
+  errs=$(printf '%s\n' "$err" | grep -v 'level=warning\|level=info' || true)
+  die "the node's containerd rejects the changed configuration ($what): ${errs:-$err}
+$CONTAINERD_CONFIG and $DROPIN_REL are back as they were; containerd was not restarted"
+}
+
 restart_containerd() {
   if [ -z "$RESTART_CMD" ]; then
     log "containerd configuration changed: restart containerd on the node to apply it"
@@ -1040,27 +1236,45 @@ restart_containerd() {
   sh -c "$RESTART_CMD" || die "restart command failed: $RESTART_CMD"
 }
 
+# preflight refuses a source root that lacks what install copies, before the
+# containerd config changes.
+preflight() {
+  local bin="$SOURCE_ROOT/usr/bin/specshim" dst
+  dst=$(host "$BINARY_PATH")
+  [ -x "$bin" ] || die "\`$bin\` is missing or not executable"
+  if ! { [ -e "$dst" ] && [ "$bin" -ef "$dst" ]; }; then
+    [ -x "$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet" ] ||
+      die "\`$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet\` is missing or not executable"
+  fi
+  [ -e "$(host /etc/specshim/config.toml)" ] || [ -f "$SOURCE_ROOT/etc/specshim/config.toml" ] ||
+    die "\`$SOURCE_ROOT/etc/specshim/config.toml\` missing from the source root"
+}
+
 do_install() {
   local cfg version
   cfg=$(host "$CONTAINERD_CONFIG")
   version=$(config_version "$cfg")
+  CONFIG_VER=$version
   CHANGED=0 V2_NEWLINE=$(state_get v2_added_newline) V2_CREATED=$(state_get v2_created_config)
   IMPORTS_EDIT=$(state_get imports_edit) DROPIN_DIR_CREATED=$(state_get dropin_dir_created)
+  IMPORTED_BY=$(state_get dropin_imported_by)
   CHAIN_PATH="" EDIT="" PREV_EDIT="" OLD_BINARY="" OLD_LINE="" NEW_LINE=""
   case "$version" in
-    2 | 3) ;;
-    *) die "$(strip_root "$cfg") is containerd config version $version; specshim supports 2 (containerd 1.6/1.7) and 3 (2.x)" ;;
+    2 | 3 | 4) ;;
+    *) die "$(strip_root "$cfg") is containerd config version $version; specshim supports 2 (containerd 1.6/1.7), 3 (2.0-2.2) and 4 (2.3 and later)" ;;
   esac
   check_handler_switch
+  check_versions "$cfg" "$version"
   # With --handler, every refusal comes before the first change on the node.
   if [ "$HANDLER" != specshim ]; then
     handler_paths "$version"
     if [ "$version" = 2 ]; then plan_handler_v2 "$cfg"; else plan_handler_v3 "$cfg"; fi
     plan_chain
   fi
-  install_binary
-  install_helper
-  install_config
+  preflight
+  # The containerd config first: the node's containerd checks it before
+  # anything else of the node changes.
+  snapshot_config
   local handler_state=()
   if [ "$HANDLER" = specshim ]; then
     if [ "$version" = 2 ]; then install_v2 "$cfg"; else install_v3 "$cfg"; fi
@@ -1069,11 +1283,15 @@ do_install() {
     handler_state=("handler_edit=$EDIT" "handler_old_binary=$OLD_BINARY"
       "handler_old_line_b64=$(b64 "$OLD_LINE")" "handler_line_b64=$(b64 "$NEW_LINE")" "chain_path=$CHAIN_PATH")
   fi
+  if [ "$CHANGED" = 1 ]; then check_config; fi
+  install_binary
+  install_helper
+  install_config
   state_write "config_version=$version" "containerd_config=$CONTAINERD_CONFIG" \
     "binary_path=$BINARY_PATH" "binary_installed=$BINARY_INSTALLED" "helper_installed=$HELPER_INSTALLED" \
     "config_installed=$CONFIG_INSTALLED" "config_chain_path=$CONFIG_CHAIN_PATH" \
     "v2_added_newline=${V2_NEWLINE:-0}" "v2_created_config=${V2_CREATED:-0}" \
-    "imports_edit=${IMPORTS_EDIT:-none}" "dropin_dir_created=${DROPIN_DIR_CREATED:-0}" \
+    "imports_edit=${IMPORTS_EDIT:-none}" "dropin_imported_by=$IMPORTED_BY" "dropin_dir_created=${DROPIN_DIR_CREATED:-0}" \
     "handler=$HANDLER" ${handler_state[@]+"${handler_state[@]}"}
   if [ "$CHANGED" = 1 ]; then restart_containerd; else log "containerd configuration unchanged; no restart"; fi
   if [ "$HANDLER" = specshim ]; then
@@ -1103,14 +1321,14 @@ uninstall_v2() {
 }
 
 uninstall_v3() {
-  local cfg=$1 dropin edit path_entry
+  local cfg=$1 version=$2 dropin edit path_entry
   dropin=$(host "$DROPIN_REL")
   path_entry="\"$DROPIN_REL\""
   edit=$(state_get imports_edit)
   if [ -f "$cfg" ]; then
     case "$edit" in
       created)
-        if [ "$(cat "$cfg")" = "$(printf 'version = 3\nimports = [%s]' "$path_entry")" ]; then
+        if [ "$(cat "$cfg")" = "$(printf 'version = %s\nimports = [%s]' "$version" "$path_entry")" ]; then
           rm -f "$cfg"
         else
           backup "$cfg"
@@ -1150,7 +1368,7 @@ do_uninstall() {
     2)
       uninstall_v2 "$cfg"
       uninstall_handler_line "$cfg" ;;
-    3) uninstall_v3 "$cfg" ;;
+    3 | 4) uninstall_v3 "$cfg" "$version" ;;
   esac
   if [ "$CHANGED" = 1 ]; then restart_containerd; fi
   bin=$(host "$(state_get binary_path)")

@@ -13,6 +13,17 @@ system's containerd 1.6 and by the containerd 1.7 and 2.x that
 scripts/fetch-containerd.sh unpacks (SPECSHIM_CONTAINERD_1_7_DIR and
 SPECSHIM_CONTAINERD_2_DIR override where); without them those tests fail.
 
+Config version 4 (containerd 2.3, V4Test) is checked without a containerd 2.3,
+which Debian does not package: the root is containerd 2.3's `config default`
+(fixtures/containerd-2.3-config-default.toml), every result is parsed with
+tomllib and its tables asserted exactly, containerd 2.1 is shown to refuse the
+version 4 root, and a copy of the node's files whose `version = 4` lines say 3
+is loaded by containerd 2.1 to show the merge. ToolkitTest installs on nodes
+laid out as `nvidia-ctk runtime configure` leaves them (fixtures/nvidia-ctk-*,
+see fixtures/README.md). CheckBeforeRestartTest runs the real containerd 2.1 as
+the node's containerd (SPECSHIM_CONTAINERD_CHECK_CMD, with the node's paths
+mapped under the fake node root).
+
 usage: installer_test.py <source-dir> <build-dir> [unittest args]
 """
 import json
@@ -189,23 +200,61 @@ class Node:
                 out.append(os.path.relpath(os.path.join(dirpath, f), self.root))
         return sorted(out)
 
-    def dump(self, cfg="/etc/containerd/config.toml", tier="1.6"):
+    def dump(self, cfg="/etc/containerd/config.toml", tier="1.6", as_version=None):
         """The merged configuration as containerd of that tier itself reads it.
-        Imports of node paths under /etc/containerd are read from the node root."""
-        path = self.path(cfg)
-        with open(path) as f:
-            text = f.read()
-        nodeified = re.sub(r"^imports *=.*$", lambda m: m.group(0).replace('"/etc/containerd/', f'"{self.root}/etc/containerd/'),
-                           text, count=1, flags=re.M)
-        if nodeified != text:
-            path = os.path.join(os.path.dirname(self.root), "dump-" + os.path.basename(cfg))
-            with open(path, "w") as f:
-                f.write(nodeified)
+        The root's imports are read from the node root. as_version: containerd 2.3
+        is not here, and 2.1 refuses a version 4 root; the check of a version 4
+        result loads a copy of the node's /etc/containerd whose `version = 4` lines
+        say as_version (3) instead, every other byte as installed."""
+        root = self.root
+        if as_version is not None:
+            root = os.path.join(os.path.dirname(self.root), "as-version")
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(self.path("/etc/containerd"), root + "/etc/containerd", symlinks=True)
+            for dirpath, _, filenames in os.walk(root):
+                for name in filenames:
+                    f = os.path.join(dirpath, name)
+                    with open(f) as fh:
+                        text = fh.read()
+                    write(f, re.sub(r"^version = 4$", f"version = {as_version}", text, flags=re.M))
+        path = nodeified(root, cfg, os.path.join(os.path.dirname(self.root), "dump-" + os.path.basename(cfg)))
         r = subprocess.run([containerd_binary(tier), "--config", path, "config", "dump"],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise AssertionError(f"containerd {tier} rejected the config:\n{r.stderr}")
         return tomllib.loads(r.stdout)
+
+    def checker(self, tier="2"):
+        """A SPECSHIM_CONTAINERD_CHECK_CMD that runs the real containerd of a tier
+        as `chroot <node root> containerd` would: `--config <node path> config dump`
+        over the node root's files (its imports mapped there)."""
+        script = os.path.join(os.path.dirname(self.root), f"check-containerd-{tier}")
+        write(script, f"""#!{sys.executable}
+import os, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from installer_test import nodeified
+binary, root = {containerd_binary(tier)!r}, {self.root!r}
+args = sys.argv[1:]
+if args[:1] == ["--config"] and args[2:] == ["config", "dump"]:
+    args = ["--config", nodeified(root, args[1], os.path.join(os.path.dirname(root), "checked.toml"))] + args[2:]
+os.execv(binary, [binary] + args)
+""", 0o755)
+        return script
+
+
+def nodeified(root, cfg, out):
+    """The node config cfg, as a file that containerd run outside the node root
+    reads as the node's: a copy at out whose top-level imports (absolute, or
+    relative to cfg's directory) name the files under root."""
+    path = root + cfg
+    with open(path) as f:
+        text = f.read()
+    imports = tomllib.loads(text).get("imports")
+    if imports is None:
+        return path
+    mapped = [root + (e if e.startswith("/") else os.path.join(os.path.dirname(cfg), e)) for e in imports]
+    write(out, re.sub(r"^imports *=.*$", lambda _: "imports = " + json.dumps(mapped), text, count=1, flags=re.M))
+    return out
 
 
 def cri_v2(dump):
@@ -293,7 +342,8 @@ class InstallerTest(NodeCase):
         """Importing the 1.x snippet would reset the node's CRI settings: the reason the
         installer appends it instead."""
         n = self.node
-        snippet = os.path.join(STAGE, "usr/share/specshim/containerd/containerd-1.x.toml")
+        snippet = "/usr/share/specshim/containerd/containerd-1.x.toml"
+        write(n.path(snippet), read(os.path.join(STAGE, snippet.lstrip("/"))))
         write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG.replace(
             "version = 2\n", f'version = 2\nimports = ["{snippet}"]\n', 1))
         cri = cri_v2(n.dump())
@@ -1034,8 +1084,333 @@ class HandlerTest(NodeCase):
                 self.assertIn("containerd", r.stdout)
 
 
+FIXTURES = ""  # test/packaging/fixtures
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name), "rb") as f:
+        return f.read()
+
+
+def dropin_version(text):
+    return tomllib.loads(text.decode() if isinstance(text, bytes) else text)["version"]
+
+
+class NodeFilesCase(NodeCase):
+    SPECSHIM = "/usr/local/bin/specshim"
+    NCT = "/usr/bin/nvidia-container-runtime"
+    CFG = "/etc/containerd/config.toml"
+    DROPIN = "/etc/containerd/conf.d/specshim.toml"
+
+    def snapshot(self):
+        n = self.node
+        return {f: read(n.path("/" + f)) for f in n.files()}
+
+    def assert_untouched(self, before, restarts=0, backups=False):
+        """Every file as before, no file more (backups=True: but the timestamped
+        backups of the edits made and undone)."""
+        n = self.node
+        now = [f for f in self.snapshot() if not (backups and ".specshim-backup." in f)]
+        self.assertEqual(sorted(now), sorted(before), "the same files, no more, no fewer")
+        for f, data in before.items():
+            self.assertEqual(read(n.path("/" + f)), data, f)
+        self.assertEqual(n.restarts(), restarts)
+
+    def state(self):
+        with open(self.node.path("/var/lib/specshim/install-state")) as f:
+            return dict(line.split("=", 1) for line in f.read().splitlines())
+
+    def dropin(self):
+        return tomllib.loads(read(self.node.path(self.DROPIN)).decode())
+
+    def install_fixture(self, name, dest=None):
+        """A fixture file or tree, installed on the node as it lies under test/packaging/fixtures."""
+        src = os.path.join(FIXTURES, name)
+        if os.path.isdir(src):
+            shutil.copytree(src, self.node.root, dirs_exist_ok=True)
+        else:
+            write(self.node.path(dest), read(src))
+        return self.snapshot()
+
+
+class V4Test(NodeFilesCase):
+    """containerd 2.3 (config version 4), on a root copied from its `config default`
+    (fixtures/containerd-2.3-config-default.toml).
+
+    How version 4 results are checked without a containerd 2.3: each result is
+    parsed with tomllib and its tables asserted exactly (the drop-in is `version =
+    4` and holds the same CRI runtime tables as version 3, which is what 2.3's own
+    default writes under `version = 4`); containerd 2.1 is shown to refuse the
+    version 4 root ("got `4`"), and then loads a copy of the node's
+    /etc/containerd whose `version = 4` lines say 3 (Node.dump(as_version=3)),
+    every other byte as installed, to show how containerd merges the drop-in over
+    the root."""
+
+    HANDLER_TABLE = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes")
+
+    def test_new_handler_under_the_default_glob_leaves_the_root_alone(self):
+        n = self.node
+        before = self.install_fixture("containerd-2.3-config-default.toml", self.CFG)
+        r = n.run()
+        self.assertIn("imports the drop-in already (\"/etc/containerd/conf.d/*.toml\"); its bytes stay", r.stdout)
+        self.assertEqual(read(n.path(self.CFG)), before["etc/containerd/config.toml"], "the root keeps every byte")
+        self.assertEqual(n.backups(), [], "nothing of the root was edited, nothing backed up")
+        dropin = self.dropin()
+        self.assertEqual(dropin["version"], 4, "the drop-in has the root's version")
+        self.assertEqual(list(dropin["plugins"]), ["io.containerd.cri.v1.runtime"])
+        handler = dropin["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["specshim"]
+        self.assertEqual(handler["runtime_type"], "io.containerd.runc.v2")
+        self.assertEqual(handler["options"], {"BinaryName": self.SPECSHIM})
+        state = self.state()
+        self.assertEqual((state["config_version"], state["imports_edit"], state["dropin_imported_by"]),
+                         ("4", "none", "/etc/containerd/conf.d/*.toml"))
+        self.assertEqual(n.restarts(), 1)
+
+        with self.assertRaisesRegex(AssertionError, "version equal to or less than `3`, got `4`"):
+            n.dump(tier="2")
+        dump = n.dump(tier="2", as_version=3)
+        cri = cri_runtime(dump)
+        self.assertEqual(cri["containerd"]["runtimes"]["specshim"]["options"]["BinaryName"], self.SPECSHIM)
+        self.assertEqual(cri["containerd"]["runtimes"]["runc"]["runtime_type"], "io.containerd.runc.v2")
+        self.assertEqual(sandbox_image(dump), "registry.k8s.io/pause:3.10.2", "the root's settings stay")
+        self.assertEqual(dump["plugins"]["io.containerd.server.v1.grpc"]["address"], "/run/containerd/containerd.sock")
+
+        installed = self.snapshot()
+        n.run()
+        self.assertEqual(self.snapshot(), installed)
+        self.assertEqual(n.restarts(), 1)
+        n.run("--uninstall")
+        self.assert_untouched(before, restarts=2)
+
+    def test_handler_runc_sets_binaryname_alone_at_version_4(self):
+        n = self.node
+        before = self.install_fixture("containerd-2.3-config-default.toml", self.CFG)
+        n.run("--handler", "runc")
+        self.assertEqual(read(n.path(self.CFG)), before["etc/containerd/config.toml"])
+        self.assertEqual(self.dropin(), {"version": 4, "plugins": {"io.containerd.cri.v1.runtime": {"containerd": {
+            "runtimes": {"runc": {"options": {"BinaryName": self.SPECSHIM}}}}}}})
+        runc = cri_runtime(n.dump(tier="2", as_version=3))["containerd"]["runtimes"]["runc"]
+        self.assertEqual(runc["options"]["BinaryName"], self.SPECSHIM)
+        self.assertEqual(runc["sandboxer"], "podsandbox", "the root's handler settings stay")
+        self.assertIs(runc["options"]["SystemdCgroup"], False)
+        n.run("--uninstall")
+        self.assert_untouched(before, restarts=2)
+
+    def test_an_existing_conf_d_keeps_its_files(self):
+        n = self.node
+        self.install_fixture("containerd-2.3-config-default.toml", self.CFG)
+        write(n.path("/etc/containerd/conf.d/10-site.toml"),
+              "version = 4\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = 'registry.example/pause:3.10'\n")
+        before = self.snapshot()
+        n.run("--handler", "runc")
+        dump = n.dump(tier="2", as_version=3)
+        self.assertEqual(sandbox_image(dump), "registry.example/pause:3.10")
+        self.assertEqual(cri_runtime(dump)["containerd"]["runtimes"]["runc"]["options"]["BinaryName"], self.SPECSHIM)
+        self.assertEqual(self.state()["dropin_dir_created"], "0")
+        n.run("--uninstall")
+        self.assert_untouched(before, restarts=2)
+
+    def test_without_a_config_file_the_version_comes_from_containerd(self):
+        n = self.node
+        for release, version in (("v2.3.4", 4), ("v2.2.1", 3), ("2.3.0", 4), ("v2.0.2", 3)):
+            with self.subTest(release=release):
+                n.run(env={"SPECSHIM_CONTAINERD_VERSION_CMD":
+                           f"echo containerd github.com/containerd/containerd/v2 {release} c507a0257ea"})
+                self.assertEqual(tomllib.loads(read(n.path(self.CFG)).decode()),
+                                 {"version": version, "imports": [self.DROPIN]})
+                self.assertEqual(self.dropin()["version"], version)
+                n.run("--uninstall")
+                self.assertEqual(n.files(), [])
+
+    def test_config_version_argument(self):
+        n = self.node
+        n.run("--config-version", "4", "--handler", "runc", "--no-restart")
+        self.assertEqual(tomllib.loads(read(n.path(self.CFG)).decode())["version"], 4)
+        self.assertEqual(self.dropin()["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["runc"],
+                         {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": self.SPECSHIM}})
+        n.run("--uninstall", "--no-restart")
+        self.assertEqual(n.files(), [])
+        write(n.path(self.CFG), V3_CONFIG)
+        r = n.run("--config-version", "4", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/etc/containerd/config.toml says version = 3 and --config-version says 4", r.stderr)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"])
+        r = n.run("--config-version", "5", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--config-version is 2 (containerd 1.6/1.7), 3 (2.0-2.2) or 4 (2.3 and later), not `5`", r.stderr)
+
+    def test_an_imported_file_of_a_higher_version_is_refused(self):
+        n = self.node
+        cases = [
+            ("v3 root, another agent's v4 drop-in", 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n',
+             "/etc/containerd/conf.d/99-agent.toml", "version = 4\n", 4, 3, []),
+            ("v2 root, a v3 import", 'version = 2\nimports = ["/etc/containerd/site.toml"]\n',
+             "/etc/containerd/site.toml", "version = 3\n", 3, 2, ["--handler", "runc"]),
+            ("v3 root, relative glob", "version = 3\nimports = ['conf.d/*.toml']\n",
+             "/etc/containerd/conf.d/nvidia.toml", "# written by an agent\nversion = 4\n[plugins]\n", 4, 3, ["--handler", "runc"]),
+        ]
+        for name, root, other, content, high, low, args in cases:
+            with self.subTest(name):
+                shutil.rmtree(n.root)
+                os.makedirs(n.root)
+                write(n.path(self.CFG), root)
+                write(n.path(other), content)
+                before = self.snapshot()
+                r = n.run(*args, check=False)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(f"{other} (imported by /etc/containerd/config.toml) is containerd config version {high}, "
+                              f"higher than the root config's version {low}", r.stderr)
+                self.assertIn(f"drop-in config version {high} higher than root config version {low}", r.stderr)
+                self.assert_untouched(before)
+
+
+class CheckBeforeRestartTest(NodeFilesCase):
+    """The node's containerd reads the changed files before any restart
+    (SPECSHIM_CONTAINERD_CHECK_CMD stands for `chroot <host root> containerd`)."""
+
+    def test_a_rejected_config_is_put_back_byte_for_byte(self):
+        """containerd 2.1 on a node whose root says version 4: the real binary refuses it."""
+        n = self.node
+        before = self.install_fixture("containerd-2.3-config-default.toml", self.CFG)
+        r = n.run(env={"SPECSHIM_CONTAINERD_CHECK_CMD": n.checker("2")}, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("the node's containerd rejects the changed configuration", r.stderr)
+        self.assertIn("expected containerd config version equal to or less than `3`, got `4`", r.stderr,
+                      "containerd's own error")
+        self.assertIn("containerd was not restarted", r.stderr)
+        self.assert_untouched(before)  # no drop-in, no conf.d, no binary, no state
+
+    def test_a_rejected_edit_in_place_and_its_backup_go(self):
+        n = self.node
+        before = self.install_fixture("nvidia-ctk-v2")
+        fake = os.path.join(self.tmp, "containerd")
+        write(fake, '#!/bin/sh\n[ "$1" = --version ] && exec echo containerd 1.7.24\n'
+              'echo \'containerd: failed to load TOML: invalid plugin key "x"\' >&2\nexit 1\n', 0o755)
+        r = n.run("--handler", "nvidia", env={"SPECSHIM_CONTAINERD_CHECK_CMD": fake}, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('containerd: failed to load TOML: invalid plugin key "x"', r.stderr)
+        self.assertIn("backed up", r.stdout, "the edit had been made")
+        self.assert_untouched(before)
+
+    def test_an_accepted_config_is_checked_then_restarted(self):
+        n = self.node
+        write(n.path(self.CFG), ACK_V3_CONFIG)
+        r = n.run("--handler", "runc", env={"SPECSHIM_CONTAINERD_CHECK_CMD": n.checker("2")})
+        self.assertIn("the node's containerd reads the changed configuration", r.stdout)
+        self.assertEqual(n.restarts(), 1)
+        r = n.run("--handler", "runc", env={"SPECSHIM_CONTAINERD_CHECK_CMD": n.checker("2")})
+        self.assertNotIn("reads the changed", r.stdout, "nothing changed, nothing to check")
+
+    def test_a_containerd_that_cannot_run_is_one_line(self):
+        n = self.node
+        for env in ({"SPECSHIM_CONTAINERD_CHECK_CMD": os.path.join(self.tmp, "no-such-containerd")}, {}):
+            with self.subTest(env=env):
+                shutil.rmtree(n.root)
+                os.makedirs(n.root)
+                write(n.path(self.CFG), V3_CONFIG)
+                restarts = n.restarts()
+                r = n.run(env=env)  # {}: chroot into a node root without containerd
+                lines = [line for line in r.stdout.splitlines() if "cannot run the node's containerd" in line]
+                self.assertEqual(len(lines), 1, r.stdout)
+                self.assertIn("is not checked before the restart", lines[0])
+                self.assertEqual(n.restarts(), restarts + 1, "and the install goes on")
+
+
+class ToolkitTest(NodeFilesCase):
+    """--handler nvidia on nodes laid out exactly as `nvidia-ctk runtime configure
+    --runtime=containerd --set-as-default` leaves them (fixtures/nvidia-ctk-v2, -v3;
+    see fixtures/README.md): each result loaded by the real containerd of the
+    matching line, each uninstall byte-exact."""
+
+    def test_v2_in_place(self):
+        n = self.node
+        for chain in (False, True):
+            with self.subTest(chain=chain):
+                shutil.rmtree(n.root)
+                os.makedirs(n.root)
+                before = self.install_fixture("nvidia-ctk-v2")
+                restarts = n.restarts()
+                r = n.run("--handler", "nvidia", *(["--chain"] if chain else []))
+                self.assertIn(f'BinaryName "{self.NCT}" replaced by {self.SPECSHIM}', r.stdout)
+                self.assertNotIn("note: default_runtime_name", r.stdout, "pods without a RuntimeClass run nvidia")
+                self.assertFalse(os.path.exists(n.path("/etc/containerd/conf.d")))
+                conf = tomllib.loads(read(n.path("/etc/specshim/config.toml")).decode())
+                self.assertEqual(conf.get("runtime", {}).get("path"), self.NCT if chain else None)
+                for tier in ("1.6", "1.7", "2"):
+                    cri = cri_runtime(n.dump(tier=tier))
+                    runtimes = cri["containerd"]["runtimes"]
+                    self.assertEqual(cri["containerd"]["default_runtime_name"], "nvidia", tier)
+                    self.assertEqual(runtimes["nvidia"]["options"]["BinaryName"], self.SPECSHIM, tier)
+                    self.assertIs(runtimes["nvidia"]["options"]["SystemdCgroup"], True, tier)
+                    self.assertEqual(runtimes["nvidia"]["runtime_type"], "io.containerd.runc.v2", tier)
+                    self.assertEqual(runtimes["runc"]["options"]["BinaryName"], "", "runc stays runc")
+                n.run("--uninstall")
+                self.assert_untouched(before, restarts=restarts + 2, backups=True)
+                self.assertTrue(n.backups(), "backups of the edit and of the uninstall (one name when in the same second)")
+
+    def test_v3_dropin_loaded_before_specshims(self):
+        n = self.node
+        for chain in (False, True):
+            with self.subTest(chain=chain):
+                shutil.rmtree(n.root)
+                os.makedirs(n.root)
+                before = self.install_fixture("nvidia-ctk-v3")
+                restarts = n.restarts()
+                r = n.run("--handler", "nvidia", *(["--chain"] if chain else []))
+                self.assertIn(f'BinaryName "{self.NCT}" replaced by {self.SPECSHIM}', r.stdout)
+                self.assertNotIn("note: default_runtime_name", r.stdout, "99-nvidia.toml makes nvidia the default")
+                for f in ("etc/containerd/config.toml", "etc/containerd/conf.d/99-nvidia.toml"):
+                    self.assertEqual(read(n.path("/" + f)), before[f], f)
+                self.assertEqual(self.dropin(), {"version": 3, "plugins": {"io.containerd.cri.v1.runtime": {"containerd": {
+                    "runtimes": {"nvidia": {"options": {"BinaryName": self.SPECSHIM}}}}}}})
+                conf = tomllib.loads(read(n.path("/etc/specshim/config.toml")).decode())
+                self.assertEqual(conf.get("runtime", {}).get("path"), self.NCT if chain else None)
+                cri = cri_runtime(n.dump(tier="2"))
+                nvidia = cri["containerd"]["runtimes"]["nvidia"]
+                self.assertEqual(cri["containerd"]["default_runtime_name"], "nvidia")
+                self.assertEqual(nvidia["options"]["BinaryName"], self.SPECSHIM, "specshim.toml loads after 99-nvidia.toml")
+                self.assertIs(nvidia["options"]["SystemdCgroup"], True)
+                self.assertEqual(nvidia["runtime_type"], "io.containerd.runc.v2")
+                installed = self.snapshot()
+                r = n.run("--handler", "nvidia", *(["--chain"] if chain else []))
+                self.assertIn("no restart", r.stdout)
+                self.assertEqual(self.snapshot(), installed)
+                n.run("--uninstall")
+                self.assert_untouched(before, restarts=restarts + 2)
+
+    def test_v2_root_with_the_toolkits_dropin_is_refused(self):
+        """Toolkit v1.18+ also writes conf.d/99-nvidia.toml under a version 2 root; containerd 1.x
+        would replace the root's whole CRI table with it."""
+        n = self.node
+        self.install_fixture("nvidia-ctk-v3")
+        cri2 = '"io.containerd.grpc.v1.cri"'
+        for f in ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"):
+            text = read(n.path(f)).decode().replace("version = 3", "version = 2")
+            write(n.path(f), text.replace('"io.containerd.cri.v1.runtime"', cri2))
+        before = self.snapshot()
+        r = n.run("--handler", "nvidia", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/etc/containerd/conf.d/99-nvidia.toml (imported by /etc/containerd/config.toml) sets the CRI "
+                      "plugin (io.containerd.grpc.v1.cri): containerd 1.x replaces the root's whole CRI table", r.stderr)
+        self.assert_untouched(before)
+
+    def test_v3_a_dropin_loaded_after_specshims_is_refused(self):
+        n = self.node
+        self.install_fixture("nvidia-ctk-v3")
+        os.rename(n.path("/etc/containerd/conf.d/99-nvidia.toml"), n.path("/etc/containerd/conf.d/zz-nvidia.toml"))
+        before = self.snapshot()
+        r = n.run("--handler", "nvidia", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/etc/containerd/conf.d/zz-nvidia.toml (imported by /etc/containerd/config.toml) line 28 sets "
+                      "the BinaryName of the handler `nvidia`, and containerd loads it after "
+                      "/etc/containerd/conf.d/specshim.toml", r.stderr)
+        self.assert_untouched(before)
+
+
+
 if __name__ == "__main__":
     SOURCE_DIR, BUILD_DIR = sys.argv[1], sys.argv[2]
+    FIXTURES = os.path.join(SOURCE_DIR, "test", "packaging", "fixtures")
     STAGE = stage_package()
     try:
         unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
