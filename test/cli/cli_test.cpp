@@ -742,7 +742,7 @@ TEST_CASE("patches: dry-run shows the ops, create applies them once and records 
   REQUIRE(c.shim(args).exit_code == 0);
   std::string patched = read_file(c.bundle / "config.json");
   auto spec = nlohmann::ordered_json::parse(patched);
-  REQUIRE(spec["process"]["env"] == nlohmann::json{"A=1"});
+  REQUIRE(spec["process"]["env"] == nlohmann::ordered_json{"A=1"});
   REQUIRE(spec["annotations"]["specshim.io/patches"] == "env");
   REQUIRE_THAT(patched, Catch::Contains("1.50"));  // the rest keeps its text
   REQUIRE_THAT(read_file(debug_log), Catch::Contains("patches: applied env"));
