@@ -37,10 +37,18 @@ die() {
   exit 1
 }
 
+# version BINARY: the first line of its --version (read whole: no pipe that
+# could end it early under pipefail).
+version() {
+  local out
+  out=$("$1" --version 2>&1) || true
+  printf '%s\n' "${out%%$'\n'*}"
+}
+
 # have_runtime DIR BINARY PREFIX: the unpacked, patched runtime runs and is the
 # wanted version.
 have_runtime() {
-  [ -x "$1/$2" ] && "$1/$2" --version 2>/dev/null | head -1 | grep -q "version $3"
+  [ -x "$1/$2" ] && [[ "$(version "$1/$2")" == *"version $3"* ]]
 }
 
 # mirror: as in fetch-containerd.sh, the Debian archive apt already uses.
@@ -115,8 +123,8 @@ for entry in "${missing[@]}"; do
   outside=$(awk '/=>/ && $3 !~ "^'"$target"'/" { print }' <<<"$libs")
   [ -z "$outside" ] || die "$target/$binary loads libraries from outside $target: $outside"
   have_runtime "$target" "$binary" "$prefix" ||
-    die "$target/$binary --version does not say version $prefix: $("$target/$binary" --version 2>&1 | head -1)"
-  log "$name: $("$target/$binary" --version | head -1) (${#packages[@]} packages in $target)"
+    die "$target/$binary --version does not say version $prefix: $(version "$target/$binary")"
+  log "$name: $(version "$target/$binary") (${#packages[@]} packages in $target)"
   rm -f "$apt_dir/debs"/*.deb
 done
 # The package lists are only needed for this download.
