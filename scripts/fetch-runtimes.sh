@@ -124,7 +124,11 @@ for entry in "${missing[@]}"; do
   [ -z "$outside" ] || die "$target/$binary loads libraries from outside $target: $outside"
   have_runtime "$target" "$binary" "$prefix" ||
     die "$target/$binary --version does not say version $prefix: $(version "$target/$binary")"
-  log "$name: $(version "$target/$binary") (${#packages[@]} packages in $target)"
+  # What the tiers are for: idmap mounts, which containerd 2.x requires for
+  # user-namespaced pods (runc >= 1.2, crun >= 1.9).
+  "$target/$binary" features | jq -e '.linux.mountExtensions.idmap.enabled == true' >/dev/null ||
+    die "$target/$binary features does not list linux.mountExtensions.idmap.enabled"
+  log "$name: $(version "$target/$binary") (${#packages[@]} packages in $target), idmap mounts"
   rm -f "$apt_dir/debs"/*.deb
 done
 # The package lists are only needed for this download.
