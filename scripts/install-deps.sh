@@ -14,7 +14,7 @@ PACKAGES=(
   runc containerd busybox-static hyperfine
   clang-14 libclang-rt-14-dev bpftool lld valgrind
   iproute2 util-linux procps jq lintian file time
-  python3 python3-yaml shellcheck
+  python3 python3-yaml shellcheck patchelf
 )
 
 missing=()
@@ -30,3 +30,5 @@ echo "install-deps: all ${#PACKAGES[@]} packages present"
 
 # containerd 1.7 and 2.x for the e2e tiers, downloaded beside the system's 1.6.
 bash "$(dirname "$0")/fetch-containerd.sh"
+# runc 1.3 and crun from sid for the e2e delegate tiers, beside the system's runc 1.1.5.
+bash "$(dirname "$0")/fetch-runtimes.sh"

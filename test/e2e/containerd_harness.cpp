@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -119,8 +120,9 @@ void kill_leftovers(const fs::path& dir) noexcept {
     std::error_code iec;
     for (const auto& bundle : fs::directory_iterator(ns.path(), iec)) {
       const std::string runc_root = "/run/containerd/runc/" + ns.path().filename().string();
-      test::run_process({E2E_RUNC, "--root", runc_root, "delete", "--force", bundle.path().filename().string()}, {},
-                        10000);
+      test::run_process(
+          {tier().runtime.string(), "--root", runc_root, "delete", "--force", bundle.path().filename().string()}, {},
+          10000);
       std::string address = read_or_empty(bundle.path() / "address");
       if (address.starts_with("unix://")) ::unlink(address.substr(7).c_str());
     }
@@ -204,45 +206,111 @@ void sweep_stale(const fs::path& base, const fs::path& self) noexcept {
   }
 }
 
+// free_cgroup2_controllers: crun refuses a cgroup v1 hybrid host whose
+// cgroup2 hierarchy (/sys/fs/cgroup/unified) still holds a controller ("cgroups
+// in hybrid mode not supported, drop all controllers from cgroupv2"). This VM's
+// holds hugetlb, which no v1 hierarchy had taken. Test setup, not specshim:
+// each such controller is moved to a v1 hierarchy of its own, mounted at
+// /sys/fs/cgroup/<controller> (which moves it off cgroup2), and left there.
+// Idempotent (once moved, cgroup2 lists nothing); the runc tiers, which may
+// run alongside, use whichever hierarchies are mounted when they create.
+void free_cgroup2_controllers() {
+  static const bool done = [] {
+    const fs::path unified = "/sys/fs/cgroup/unified";
+    for (const auto& controller : split_lines(read_or_empty(unified / "cgroup.controllers"))) {
+      std::istringstream words(controller);
+      for (std::string name; words >> name;) {
+        const fs::path at = fs::path("/sys/fs/cgroup") / name;
+        fs::create_directories(at);
+        if (::mount("cgroup", at.c_str(), "cgroup", 0, name.c_str()) != 0 && errno != EBUSY)
+          throw std::runtime_error("crun tier: moving the " + name + " controller off cgroup2 (mount -t cgroup -o " +
+                                   name + " cgroup " + at.string() + "): " + std::strerror(errno));
+        std::fprintf(stderr,
+                     "e2e harness: crun refuses a hybrid cgroup host whose cgroup2 holds a controller: moved %s "
+                     "off %s to a cgroup v1 hierarchy at %s\n",
+                     name.c_str(), unified.c_str(), at.c_str());
+      }
+    }
+    const std::string left = read_or_empty(unified / "cgroup.controllers");
+    if (left.find_first_not_of(" \n") != std::string::npos)
+      throw std::runtime_error("crun tier: cgroup2 at " + unified.string() + " still holds controllers: " + left);
+    return true;
+  }();
+  (void)done;
+}
+
+std::string cache_dir() {
+  const char* cache = std::getenv("SPECSHIM_CONTAINERD_CACHE");
+  return cache && *cache ? cache : "/var/cache/specshim-test";
+}
+
+// with_containerd: tier t's containerd (t.delegate already set).
+void with_containerd(Tier& t) {
+  t.name = tier_name();
+  if (t.name == "1.6") {  // Debian 12's own
+    t.bin = fs::path(E2E_CONTAINERD).parent_path();
+    t.error_suffix = ": unknown";
+    // Measured (docs/user-namespaces.md): 1.6.20 does not know CRI's
+    // userns_options; the container's uid_map is `0 0 4294967295`.
+    t.userns = Userns::ignored;
+    return;
+  }
+  const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
+  const char* given = std::getenv(var.c_str());
+  t.bin = given && *given ? fs::path(given) : fs::path(cache_dir()) / ("containerd-" + t.name) / "usr/bin";
+  for (const char* binary : {"containerd", "ctr", "containerd-shim-runc-v2"})
+    if (::access((t.bin / binary).c_str(), X_OK) != 0)
+      throw std::runtime_error("containerd " + t.name + " tier: no executable " + (t.bin / binary).string() +
+                               ". Run scripts/install-deps.sh (scripts/fetch-containerd.sh downloads containerd " +
+                               t.name + " from Debian), or set " + var +
+                               " to a directory with containerd, ctr and containerd-shim-runc-v2");
+  t.config_version = t.name == "1.7" ? 2 : 3;
+  t.cri_cdi = true;
+  t.calls_features = t.name != "1.7";
+  t.error_suffix = t.name == "1.7" ? ": unknown" : "";
+  // Measured with runc 1.1.5 (docs/user-namespaces.md): 1.7.24 runs the
+  // pod in a user namespace (rootfs a chowned copy of the snapshot; a pod
+  // network is needed: host network fails "unable to set hostname without a
+  // private UTS namespace"). 2.1.9 puts uidMappings on the /etc/hosts,
+  // hostname and resolv.conf binds and refuses every container at
+  // StartContainer ("idmap mounts not supported: missing
+  // `mountExtensions.idmap` entry in `features` command"): runc < 1.2 has
+  // no idmap mounts. With runc 1.3.6 or crun 1.28 as the delegate (their
+  // `features` list mountExtensions.idmap) 2.1.9 runs the pod.
+  t.userns = t.name == "1.7" || t.delegate != "runc-1.1" ? Userns::runs : Userns::refused_without_idmap;
+  // Measured with crun 1.28 (Debian sid): its container process dies of
+  // SIGSEGV on a bind mount without `type` in a user namespace.
+  t.userns_typeless_bind_crashes = t.delegate == "crun";
+}
+
+// with_delegate: tier t with specshim's delegate, from the system (runc
+// 1.1.5) or named by $SPECSHIM_RUNC_1_3 / $SPECSHIM_CRUN or unpacked and
+// patched by scripts/fetch-runtimes.sh.
+void with_delegate(Tier& t) {
+  t.delegate = delegate_name();
+  if (t.delegate == "runc-1.1") {
+    t.runtime = E2E_RUNC;
+    return;
+  }
+  const bool crun = t.delegate == "crun";
+  const std::string var = crun ? "SPECSHIM_CRUN" : "SPECSHIM_RUNC_1_3";
+  const char* given = std::getenv(var.c_str());
+  t.runtime = given && *given
+                  ? fs::path(given)
+                  : fs::path(cache_dir()) / ("runtime-" + t.delegate) / (crun ? "usr/bin/crun" : "usr/sbin/runc");
+  if (::access(t.runtime.c_str(), X_OK) != 0)
+    throw std::runtime_error(t.delegate + " delegate tier: no executable " + t.runtime.string() +
+                             ". Run scripts/install-deps.sh (scripts/fetch-runtimes.sh downloads " + t.delegate +
+                             " from Debian sid), or set " + var + " to a " + t.delegate + " binary");
+}
+
 }  // namespace
 
 const Tier& tier() {
   static const Tier t = [] {
     Tier t;
-    t.name = tier_name();
-    if (t.name == "1.6") {  // Debian 12's own
-      t.bin = fs::path(E2E_CONTAINERD).parent_path();
-      t.error_suffix = ": unknown";
-      // Measured (docs/user-namespaces.md): 1.6.20 does not know CRI's
-      // userns_options; the container's uid_map is `0 0 4294967295`.
-      t.userns = Userns::ignored;
-      return t;
-    }
-    const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
-    const char* given = std::getenv(var.c_str());
-    const char* cache = std::getenv("SPECSHIM_CONTAINERD_CACHE");
-    t.bin = given && *given
-                ? fs::path(given)
-                : fs::path(cache && *cache ? cache : "/var/cache/specshim-test") / ("containerd-" + t.name) / "usr/bin";
-    for (const char* binary : {"containerd", "ctr", "containerd-shim-runc-v2"})
-      if (::access((t.bin / binary).c_str(), X_OK) != 0)
-        throw std::runtime_error("containerd " + t.name + " tier: no executable " + (t.bin / binary).string() +
-                                 ". Run scripts/install-deps.sh (scripts/fetch-containerd.sh downloads containerd " +
-                                 t.name + " from Debian), or set " + var +
-                                 " to a directory with containerd, ctr and containerd-shim-runc-v2");
-    t.config_version = t.name == "1.7" ? 2 : 3;
-    t.cri_cdi = true;
-    t.calls_features = t.name != "1.7";
-    t.error_suffix = t.name == "1.7" ? ": unknown" : "";
-    // Measured with runc 1.1.5 (docs/user-namespaces.md): 1.7.24 runs the
-    // pod in a user namespace (rootfs a chowned copy of the snapshot; a pod
-    // network is needed: host network fails "unable to set hostname without a
-    // private UTS namespace"). 2.1.9 puts uidMappings on the /etc/hosts,
-    // hostname and resolv.conf binds and refuses every container at
-    // StartContainer ("idmap mounts not supported: missing
-    // `mountExtensions.idmap` entry in `features` command"): runc < 1.2 has
-    // no idmap mounts. With runc >= 1.2 this becomes `runs`.
-    t.userns = t.name == "1.7" ? Userns::runs : Userns::refused_without_idmap;
+    with_delegate(t);
+    with_containerd(t);
     return t;
   }();
   return t;
@@ -263,13 +331,15 @@ Containerd::Containerd(Setup setup) : setup_(std::move(setup)), cgroup_root_(cgr
   test::write_file(dir() / "e2e-owner", std::to_string(::getpid()));
   sweep_stale(dir().parent_path(), dir());
   try {
+    if (tier().delegate == "crun") free_cgroup2_controllers();
     test::write_file(dir() / "runc-recorder",
                      "#!/bin/sh\n"
-                     "# specshim's [runtime] path: record the argv specshim hands over, then be runc.\n"
+                     "# specshim's [runtime] path: record the argv specshim hands over, then be the delegate.\n"
                      "printf '%s\\n' \"$*\" >> '" +
                          (dir() / "runtime-calls.log").string() +
                          "'\n"
-                         "exec " E2E_RUNC " \"$@\"\n",
+                         "exec '" +
+                         tier().runtime.string() + "' \"$@\"\n",
                      0755);
     set_specshim_config();
     if (setup_.cni) install_fake_cni();

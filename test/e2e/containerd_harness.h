@@ -24,19 +24,26 @@
 namespace specshim::e2e {
 
 // Userns is what a tier's containerd does with a `hostUsers: false` pod
-// (CRI userns_options) on this host's runc (Debian 12's 1.1.5).
+// (CRI userns_options) with the tier's delegate runtime behind specshim.
 enum class Userns {
   ignored,                // the pod runs, in the host's user namespace
   runs,                   // the pod runs in a user namespace with the requested mappings
   refused_without_idmap,  // StartContainer fails: the runtime's `features` lack idmap mounts
 };
 
-// Tier is the containerd the e2e binary drives. Every case runs on every
-// tier; what differs between containerd versions is asserted from here.
+// Tier is the containerd the e2e binary drives and the runtime specshim
+// delegates to. Every case runs on every tier (the crun tier: the cases its
+// test spec in test/e2e/CMakeLists.txt names); what differs between
+// containerd versions and runtimes is asserted from here.
 struct Tier {
   std::string name;           // "1.6", "1.7" or "2"
   std::filesystem::path bin;  // containerd, ctr and containerd-shim-runc-v2
-  int config_version = 2;     // 2: containerd 1.x, 3: 2.x
+  // delegate: "runc-1.1" (Debian 12's runc 1.1.5), "runc-1.3" or "crun" (from
+  // Debian sid: scripts/fetch-runtimes.sh); runtime: its binary, which the
+  // harness's recorder (specshim's [runtime] path) execs.
+  std::string delegate;
+  std::filesystem::path runtime;
+  int config_version = 2;  // 2: containerd 1.x, 3: 2.x
   // cri_cdi: containerd resolves CRI CDI requests itself (annotations and the
   // CDI_devices field) before the runtime runs: 1.7 with enable_cdi, 2.x.
   bool cri_cdi = false;
@@ -46,14 +53,22 @@ struct Tier {
   std::string error_suffix;
   // userns: a pod with userns_options (which also needs Setup::cni).
   Userns userns = Userns::ignored;
+  // userns_typeless_bind_crashes: the delegate (crun 1.28) segfaults creating
+  // a user-namespaced container that has a bind mount without `type` (as CDI
+  // specs' mounts come).
+  bool userns_typeless_bind_crashes = false;
 };
 
-// tier: this binary's tier (tier_name()), its binaries found in
-// $SPECSHIM_CONTAINERD_<1_7|2>_DIR or the fetch-containerd.sh cache. Throws,
-// saying how to provide them, when they are missing: a tier never skips.
+// tier: this binary's tier (tier_name(), delegate_name()), its binaries found
+// in $SPECSHIM_CONTAINERD_<1_7|2>_DIR or the fetch-containerd.sh cache, its
+// runtime in $SPECSHIM_RUNC_1_3 / $SPECSHIM_CRUN or the fetch-runtimes.sh
+// cache. Throws, saying how to provide them, when they are missing: a tier
+// never skips.
 const Tier& tier();
 // tier_name: "1.6", "1.7" or "2", defined by each tier's binary (tier_name.cpp).
 const char* tier_name();
+// delegate_name: "runc-1.1", "runc-1.3" or "crun", defined likewise.
+const char* delegate_name();
 
 inline constexpr const char* kImage = "localhost/specshim-e2e/busybox:1";
 inline constexpr const char* kHandler = "specshim";           // the RuntimeClass handler
@@ -67,8 +82,11 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
 // Containerd owns everything of one containerd instance under dir():
 // root/, state/, containerd.sock, config.toml, containerd.log, and for
 // specshim: specshim.toml (its SPECSHIM_CONFIG), specshim.log (its debug
-// log), runtime-calls.log (argv of every runc call specshim made, through a
-// recording wrapper set as specshim's [runtime] path). No CNI unless
+// log), runtime-calls.log (argv of every runtime call specshim made, through
+// a recording wrapper set as specshim's [runtime] path that then execs the
+// tier's delegate). With crun as the delegate on a cgroup v1 hybrid host, the
+// first harness moves the controllers cgroup2 holds to v1 hierarchies of
+// their own (crun refuses such a host otherwise) and says so. No CNI unless
 // Setup::cni: host-network pods only. restrict_oom_score_adj: this VM lacks
 // CAP_SYS_RESOURCE.
 //

@@ -5,7 +5,8 @@
 // fake plugin: containerd 1.7 cannot give a host-network pod a user
 // namespace). What containerd does with it depends on the tier
 // (Tier::userns, docs/user-namespaces.md): every tier runs the case, and a
-// tier whose behaviour changes fails it.
+// tier whose behaviour changes fails it. The container asks for a CDI device
+// (the fixture's example.com/accel=0) as a device plugin's pod does.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,14 @@ void set_userns(cri::NamespaceOption& ns) {
   }
 }
 
+// The container's script: its name, id, mapping and passwd entry, then
+// whether the CDI device's node is there and opens.
+constexpr const char* kScript =
+    "id -un; id -u; set -- $(cat /proc/self/uid_map); echo uid_map=$*; "
+    "grep '^user10001:' /etc/passwd; "
+    "test -c /dev/accel0 && head -c 4 /dev/accel0 | od -An -tx1 && echo node-opens; "
+    "echo done; exec sleep 600";
+
 bool has_user_namespace(const nlohmann::json& spec) {
   for (const auto& ns : spec["linux"]["namespaces"])
     if (ns.value("type", "") == "user") return true;
@@ -52,29 +61,34 @@ TEST_CASE("CRI: a hostUsers: false pod running as uid 10001 resolves its name (p
   setup.cni = true;
   setup.userns = true;
   Containerd c(setup);
+#ifdef E2E_HAVE_CDI
+  c.set_specshim_config(cdi_fixture(c));
+#else
   c.set_specshim_config();
+#endif
   auto sandbox = c.pod_config("userns-pod");
   set_userns(*sandbox.mutable_linux()->mutable_security_context()->mutable_namespace_options());
   Pod pod(c, sandbox);  // the sandbox runs on every tier
   // ... in a user namespace of its own where containerd knows userns_options.
   CHECK(has_user_namespace(nlohmann::json::parse(bundle_config(c, pod.id))) == (tier().userns != Userns::ignored));
 
-  auto cfg = container_config("main",
-                              "id -un; id -u; set -- $(cat /proc/self/uid_map); echo uid_map=$*; "
-                              "grep '^user10001:' /etc/passwd; echo done; exec sleep 600");
+  auto cfg = container_config("main", kScript);
   set_userns(*cfg.mutable_linux()->mutable_security_context()->mutable_namespace_options());
   cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
-  const std::string id = pod.create(cfg);
-  INFO("tier " << tier().name << ", container " << id);
+  // A device plugin's CDI device, as in cri_test's CDI case: in a user
+  // namespace the runtime cannot mknod, so the node arrives as a bind mount.
+  (*cfg.mutable_annotations())["cdi.k8s.io/e2e"] = "example.com/accel=0";
+  std::string id = pod.create(cfg);
+  INFO("tier " << tier().name << " + " << tier().delegate << ", container " << id);
 
   if (tier().userns == Userns::refused_without_idmap) {
     // containerd 2.x checks the runtime's features before it creates the
     // task (runc 1.1 has no idmap mounts): specshim never sees the container.
-    // Once runc >= 1.2 is the runtime this fails: flip Tier::userns to runs.
+    // The tiers with runc 1.3 or crun behind specshim run it (below).
     try {
       c.cri().start_container(id);
       FAIL(
-          "StartContainer succeeded: does `runc features` now list mountExtensions.idmap (runc >= 1.2)? "
+          "StartContainer succeeded: does the delegate's `features` now list mountExtensions.idmap (runc >= 1.2)? "
           "Then containerd 2.x runs hostUsers: false pods: set Tier::userns to runs");
     } catch (const RpcError& e) {
       INFO(e.message << "\n" << c.diagnostics());
@@ -90,6 +104,36 @@ TEST_CASE("CRI: a hostUsers: false pod running as uid 10001 resolves its name (p
     return;
   }
 
+  bool with_device = true;
+  if (tier().userns_typeless_bind_crashes) {
+    // crun 1.28's container process dies of SIGSEGV (dmesg: "segfault at 0
+    // ... in libc.so.6") on a bind mount without `type` in a user namespace,
+    // before it can report an error: the CDI fixture's mount (no type, options
+    // [ro, nosuid, nodev, bind], as NVIDIA's CDI specs write mounts; the
+    // runtime spec makes `type` optional). The same mount with `"type":
+    // "bind"`, or without the user namespace, runs (docs/user-namespaces.md).
+    try {
+      c.cri().start_container(id);
+      FAIL(
+          "StartContainer succeeded: does this crun now handle a typeless bind mount in a user namespace? "
+          "Then set Tier::userns_typeless_bind_crashes to false");
+    } catch (const RpcError& e) {
+      INFO(e.message << "\n" << c.diagnostics());
+      CHECK(e.code == grpc::StatusCode::UNKNOWN);
+      CHECK_THAT(e.message, Catch::EndsWith("OCI runtime create failed: read status from sync socket"));
+    }
+    // specshim did its part and handed the create to crun.
+    CHECK_THAT(c.specshim_log(), Catch::Contains("create " + id + ": "));
+    CHECK(calls_for(c.runtime_calls(), id).size() >= 1);
+    c.cri().remove_container(id);
+    // The same container without the CDI device runs.
+    cfg = container_config("main-without-device", kScript);
+    set_userns(*cfg.mutable_linux()->mutable_security_context()->mutable_namespace_options());
+    cfg.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(kUid);
+    id = pod.create(cfg);
+    with_device = false;
+  }
+
   c.cri().start_container(id);
   std::string log;
   poll_until(
@@ -101,6 +145,9 @@ TEST_CASE("CRI: a hostUsers: false pod running as uid 10001 resolves its name (p
   INFO(log << c.diagnostics());
   CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: uid_map=" + expected_uid_map() +
                                     "\nstdout: user10001:x:10001:0:"));
+#ifdef E2E_HAVE_CDI
+  if (with_device) CHECK_THAT(log, Catch::EndsWith("\nstdout:  00 00 00 00\nstdout: node-opens\nstdout: done\n"));
+#endif
   CHECK_THAT(c.specshim_log(), Catch::Contains("create " + id + ": "));
 
   // config.json as specshim left it for runc: the user namespace (1.7: the
