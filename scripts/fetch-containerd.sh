@@ -33,17 +33,8 @@ die() {
 
 have_tier() { [ -x "$1/usr/bin/containerd" ] && [ -x "$1/usr/bin/ctr" ] && [ -x "$1/usr/bin/containerd-shim-runc-v2" ]; }
 
-# mirror: the URI of the Debian archive that serves this machine's own release,
-# as apt reports its configured sources (one-line and deb822 files alike).
-mirror() {
-  local codename
-  # shellcheck disable=SC1091
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [ -n "$codename" ] || die "/etc/os-release names no VERSION_CODENAME"
-  # shellcheck disable=SC2016 # apt's own $(FIELD) syntax
-  apt-get indextargets --format '$(RELEASE) $(ORIGIN) $(REPO_URI)' 2>/dev/null |
-    awk -v want="$codename" '$1 == want && $2 == "Debian" { print $3; exit }'
-}
+# shellcheck source=scripts/lib/private-apt.sh
+. "$(dirname "$0")/lib/private-apt.sh"
 
 if [ -n "${SPECSHIM_CONTAINERD_1_7_DIR:-}" ] && [ -n "${SPECSHIM_CONTAINERD_2_DIR:-}" ]; then
   log "containerd 1.7 and 2.x given: $SPECSHIM_CONTAINERD_1_7_DIR, $SPECSHIM_CONTAINERD_2_DIR"
@@ -60,37 +51,19 @@ if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi
 
-uri=$(mirror)
-[ -n "$uri" ] || die "no Debian archive for this release in apt's sources (apt-get indextargets)"
-
-apt_dir="$CACHE/apt"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/sources" "$apt_dir/debs"
 suites=""
 for entry in "${missing[@]}"; do
   read -r _ suite <<<"$entry"
   suites="$suites $suite"
 done
-cat >"$apt_dir/sources/specshim-test.sources" <<EOF
-Types: deb
-URIs: $uri
-Suites:$suites
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-# apt with nothing of the system's state: its own lists, cache and sources,
-# no dpkg status (so no dependency on what is installed), no preferences.
-apt_opts=(
-  -o "Dir::State=$apt_dir" -o "Dir::State::status=/dev/null" -o "Dir::Cache=$apt_dir"
-  -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources"
-  -o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null"
-  -o "Acquire::Languages=none" -o "APT::Sandbox::User=root" -q
-)
-log "downloading containerd from $uri ($suites )"
-apt-get "${apt_opts[@]}" update >/dev/null || die "apt-get update of$suites from $uri failed"
+log "downloading containerd ($suites ) from the machine's Debian mirror"
+apt_dir="$CACHE/apt"
+# shellcheck disable=SC2086 # one word per suite
+private_apt "$apt_dir" $suites
 for entry in "${missing[@]}"; do
   read -r tier suite <<<"$entry"
   rm -f "$apt_dir/debs"/*.deb
-  (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download "containerd/$suite" >/dev/null) ||
+  (cd "$apt_dir/debs" && apt-get "${APT_OPTS[@]}" download "containerd/$suite" >/dev/null) ||
     die "apt-get download containerd/$suite failed"
   deb=$(ls "$apt_dir/debs"/containerd_*.deb)
   target="$CACHE/containerd-$tier"

@@ -51,16 +51,8 @@ have_runtime() {
   [ -x "$1/$2" ] && [[ "$(version "$1/$2")" == *"version $3"* ]]
 }
 
-# mirror: as in fetch-containerd.sh, the Debian archive apt already uses.
-mirror() {
-  local codename
-  # shellcheck disable=SC1091
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [ -n "$codename" ] || die "/etc/os-release names no VERSION_CODENAME"
-  # shellcheck disable=SC2016 # apt's own $(FIELD) syntax
-  apt-get indextargets --format '$(RELEASE) $(ORIGIN) $(REPO_URI)' 2>/dev/null |
-    awk -v want="$codename" '$1 == want && $2 == "Debian" { print $3; exit }'
-}
+# shellcheck source=scripts/lib/private-apt.sh
+. "$(dirname "$0")/lib/private-apt.sh"
 
 if [ -n "${SPECSHIM_RUNC_1_3:-}" ] && [ -n "${SPECSHIM_CRUN:-}" ]; then
   log "runc 1.3 and crun given: $SPECSHIM_RUNC_1_3, $SPECSHIM_CRUN"
@@ -78,36 +70,18 @@ if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi
 
-uri=$(mirror)
-[ -n "$uri" ] || die "no Debian archive for this release in apt's sources (apt-get indextargets)"
-
+log "downloading runtimes ($SUITE) from the machine's Debian mirror"
 apt_dir="$CACHE/apt-runtimes"
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/sources" "$apt_dir/debs"
-cat >"$apt_dir/sources/specshim-test.sources" <<EOF
-Types: deb
-URIs: $uri
-Suites: $SUITE
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-# apt with nothing of the system's state (see fetch-containerd.sh).
-apt_opts=(
-  -o "Dir::State=$apt_dir" -o "Dir::State::status=/dev/null" -o "Dir::Cache=$apt_dir"
-  -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources"
-  -o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null"
-  -o "Acquire::Languages=none" -o "APT::Sandbox::User=root" -q
-)
-log "downloading runtimes from $uri ($SUITE)"
-apt-get "${apt_opts[@]}" update >/dev/null || die "apt-get update of $SUITE from $uri failed"
+private_apt "$apt_dir" "$SUITE"
 for entry in "${missing[@]}"; do
   read -r name package binary prefix <<<"$entry"
   # The package and what it depends on, recursively (with no dpkg status,
   # nothing counts as installed): libc6, the libraries, their base packages.
-  mapfile -t packages < <(apt-cache "${apt_opts[@]}" depends --recurse --no-recommends --no-suggests \
+  mapfile -t packages < <(apt-cache "${APT_OPTS[@]}" depends --recurse --no-recommends --no-suggests \
     --no-conflicts --no-breaks --no-replaces --no-enhances "$package" | grep -v '^[ <]' | sort -u)
   grep -qx libc6 < <(printf '%s\n' "${packages[@]}") || die "$package/$SUITE depends on no libc6?"
   rm -f "$apt_dir/debs"/*.deb
-  (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download "${packages[@]}" >/dev/null) ||
+  (cd "$apt_dir/debs" && apt-get "${APT_OPTS[@]}" download "${packages[@]}" >/dev/null) ||
     die "apt-get download ${packages[*]} ($SUITE) failed"
   target="$CACHE/runtime-$name"
   rm -rf "$target.new"

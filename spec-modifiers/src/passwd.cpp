@@ -495,7 +495,8 @@ class PasswdModifier : public Modifier {
       }
       std::string whose = id ? fmt::format("uid {} (gid {})", id->uid, id->gid) : std::string("the process");
       std::string where = u.file ? fmt::format("the container's {}", u.file->path) : std::string("the container");
-      throw Error(fmt::format("no entry for {} can be ensured in {} ([passwd] required = true): {}", whose, where, u.why));
+      throw Error(
+          fmt::format("no entry for {} can be ensured in {} ([passwd] required = true): {}", whose, where, u.why));
     }
   }
 
