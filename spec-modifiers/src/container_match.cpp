@@ -48,9 +48,8 @@ std::string prefixed(std::string_view who, const std::string& what) {
 }  // namespace
 
 std::optional<std::string> pod_namespace(const Spec& spec) {
-  if (spec.annotation("io.kubernetes.cri.container-type"))
-    return spec.annotation("io.kubernetes.cri.sandbox-namespace");
-  if (spec.annotation("io.kubernetes.cri-o.ContainerType")) return spec.annotation("io.kubernetes.pod.namespace");
+  for (const auto& keys : kCriKeys)
+    if (spec.annotation(keys.kind)) return spec.annotation(keys.pod_namespace);
   return std::nullopt;
 }
 

@@ -11,8 +11,8 @@ std::filesystem::path Context::rootfs(const Spec& spec) const {
 }
 
 ContainerKind kind_of(const Spec& spec) {
-  for (auto key : {"io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"}) {
-    if (auto v = spec.annotation(key)) {
+  for (const auto& keys : kCriKeys) {
+    if (auto v = spec.annotation(keys.kind)) {
       if (*v == "sandbox") return ContainerKind::sandbox;
       if (*v == "container") return ContainerKind::container;
     }

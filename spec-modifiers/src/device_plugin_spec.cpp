@@ -202,17 +202,13 @@ bool merge_devices(Spec& spec, const PreparedAnswer& a, std::vector<std::string>
 
 Identity identify(const Spec& spec) {
   Identity id;
-  if (present(spec, "io.kubernetes.cri.container-type")) {
+  for (const auto& keys : kCriKeys) {
+    if (!present(spec, keys.kind)) continue;
     id.cri = true;
-    id.pod = {text_of(spec, "io.kubernetes.cri.sandbox-namespace"), text_of(spec, "io.kubernetes.cri.sandbox-name")};
-    id.uid = text_of(spec, "io.kubernetes.cri.sandbox-uid");
-    id.container = text_of(spec, "io.kubernetes.cri.container-name");
-  } else if (present(spec, "io.kubernetes.cri-o.ContainerType")) {
-    // CRI-O copies the kubelet's labels into the spec's annotations.
-    id.cri = true;
-    id.pod = {text_of(spec, "io.kubernetes.pod.namespace"), text_of(spec, "io.kubernetes.pod.name")};
-    id.uid = text_of(spec, "io.kubernetes.pod.uid");
-    id.container = text_of(spec, "io.kubernetes.container.name");
+    id.pod = {text_of(spec, keys.pod_namespace), text_of(spec, keys.pod_name)};
+    id.uid = text_of(spec, keys.pod_uid);
+    id.container = text_of(spec, keys.container);
+    break;
   }
   auto named = spec.annotation(kPod);
   if (!named) {

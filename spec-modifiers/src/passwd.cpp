@@ -196,8 +196,7 @@ struct Options {
   std::optional<std::string> home;  // unset: the spec's HOME, else /tmp
   std::string shell = "/sbin/nologin";
   bool allow_annotations = false;
-  ContainerMatch scope;   // [passwd] match: the containers that get entries
-  bool required = false;  // [passwd] required: an entry that cannot be ensured fails the create
+  PasswdScope scope;
 };
 
 // DbFile is one of the two files the modifier manages: where the container
@@ -370,7 +369,7 @@ class PasswdModifier : public Modifier {
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
-    if (!opt_.scope.holds(spec)) return skip_all("outside [passwd] match (" + opt_.scope.describe() + ")");
+    if (!opt_.scope.match.holds(spec)) return skip_all("outside [passwd] match (" + opt_.scope.match.describe() + ")");
     Overrides over = overrides(spec, opt_.allow_annotations);
     ensure(nullptr, [&] {
       auto id = identity(spec);
@@ -486,7 +485,7 @@ class PasswdModifier : public Modifier {
     try {
       step();
     } catch (const Unensured& u) {
-      if (!opt_.required) {
+      if (!opt_.scope.required) {
         if (u.file)
           skip(*u.file, u.why);
         else
@@ -518,6 +517,10 @@ void read_template(config::Section& s, std::string_view key, Template& t) {
 
 }  // namespace
 
+PasswdScope read_passwd_scope(config::Section& s) {
+  return {read_container_match(s, ""), s.boolean("required").value_or(false)};
+}
+
 std::unique_ptr<Modifier> make_passwd(config::Section& s) {
   Options o;
   bool enabled = s.boolean("enabled").value_or(true);
@@ -529,8 +532,7 @@ std::unique_ptr<Modifier> make_passwd(config::Section& s) {
   if (!home.empty()) o.home = home;
   read_text(s, "shell", o.shell, path_problem);
   o.allow_annotations = s.boolean("allow-annotations").value_or(false);
-  o.scope = read_container_match(s, "");
-  o.required = s.boolean("required").value_or(false);
+  o.scope = read_passwd_scope(s);
   if (!enabled) return nullptr;
   return std::make_unique<PasswdModifier>(std::move(o));
 }

@@ -4,8 +4,8 @@
 
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
-#include "specshim/container_match.h"
 #include "specshim/error.h"
+#include "specshim/modifiers.h"
 #include "specshim/patches.h"
 #include "specshim/registry.h"
 
@@ -27,11 +27,10 @@ std::string describe_rule(const requirements::Rule& r) {
 std::string passwd_scope(const config::Document& doc) {
   auto root = doc.root();
   auto passwd = root.section("passwd");
-  auto scope = read_container_match(passwd, "");
-  bool required = passwd.boolean("required").value_or(false);
-  return "passwd: entries for " + scope.describe() +
-         (required ? "; an entry that cannot be ensured fails the create (required = true)"
-                   : "; where an entry cannot be ensured the container runs without one (required = false)");
+  PasswdScope scope = read_passwd_scope(passwd);
+  return "passwd: entries for " + scope.match.describe() +
+         (scope.required ? "; an entry that cannot be ensured fails the create (required = true)"
+                         : "; where an entry cannot be ensured the container runs without one (required = false)");
 }
 
 // read_probed_tables reads [cdi], [kubelet], [device-plugin], [cpuset] and [hotplug]

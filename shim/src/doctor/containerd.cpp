@@ -145,12 +145,11 @@ std::string at(const std::string& file, const config::Section& table, std::strin
   return file + (line == std::string::npos ? "" : " " + where.substr(line + 1, where.size() - line - 2));
 }
 
-// CriCdi is what containerd's config files say about its CRI CDI injection.
-struct CriCdi {
-  std::optional<bool> enabled;
-  std::string enabled_at;
-  std::optional<std::vector<std::string>> dirs;
-  std::string dirs_at;
+// Setting is one key of a file's CRI table: its value, where it is set.
+template <typename T>
+struct Setting {
+  std::optional<T> value;
+  std::string at;  // "FILE line N"
 };
 
 // cri_table names the table of enable_cdi and cdi_spec_dirs in a config of
@@ -166,9 +165,9 @@ struct File {
   bool loaded = false;  // containerd loads it (the root file and its imports)
   std::int64_t version = 1;
   bool has_cri = false;  // it has the CRI table that holds enable_cdi
-  CriCdi cdi;
-  std::optional<std::string> default_runtime;  // containerd.default_runtime_name of the CRI table
-  std::string default_at;
+  Setting<bool> enable_cdi;
+  Setting<std::vector<std::string>> cdi_dirs;
+  Setting<std::string> default_runtime;  // containerd.default_runtime_name of the CRI table
 };
 
 struct Scan {
@@ -226,18 +225,15 @@ struct Scan {
     f.has_cri = true;
     std::string file = f.path.string();
     if (cri.has("enable_cdi")) {
-      f.cdi.enabled = cri.boolean("enable_cdi");
-      f.cdi.enabled_at = at(file, cri, "enable_cdi");
+      f.enable_cdi = {cri.boolean("enable_cdi"), at(file, cri, "enable_cdi")};
     }
     if (cri.has("cdi_spec_dirs")) {
-      f.cdi.dirs = cri.strings("cdi_spec_dirs");
-      f.cdi.dirs_at = at(file, cri, "cdi_spec_dirs");
+      f.cdi_dirs = {cri.strings("cdi_spec_dirs"), at(file, cri, "cdi_spec_dirs")};
     }
     if (cri.kind("containerd") == config::Kind::table) {
       auto ctd = *cri.table("containerd");
       if (ctd.has("default_runtime_name")) {
-        f.default_runtime = ctd.string("default_runtime_name");
-        f.default_at = at(file, ctd, "default_runtime_name");
+        f.default_runtime = {ctd.string("default_runtime_name"), at(file, ctd, "default_runtime_name")};
       }
     }
   }
@@ -360,6 +356,19 @@ Which which_containerd(const Scan& scan, const Containerd& ctd, Check& c) {
   return {line, version};
 }
 
+// merged is the value a key of the CRI table has once containerd has read
+// every file it loads. 1.x: an imported file replaces each plugin table it
+// names, whole, so the last file with a CRI table decides (without the key:
+// the default); 2.x merges imported files key by key, so the last file that
+// sets it does.
+template <typename T>
+Setting<T> merged(const Scan& scan, Line line, Setting<T> File::*key) {
+  Setting<T> out;
+  for (const auto& f : scan.files)
+    if (f.loaded && (line != Line::v2 ? f.has_cri : (f.*key).value.has_value())) out = f.*key;
+  return out;
+}
+
 // check_cri_cdi says who injects CDI devices on this node: containerd 1.6
 // has no CDI; 1.7 injects when enable_cdi = true (default false); 2.x by
 // default. Where containerd injects, it resolves CRI's CDI requests from
@@ -371,31 +380,15 @@ void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, C
     return;
   }
 
-  // 1.x: an imported file replaces each plugin table it names, whole; 2.x
-  // merges imported files key by key.
-  bool whole_tables = line != Line::v2;
-  CriCdi cdi;
-  for (const auto& f : scan.files) {
-    if (!f.loaded) continue;
-    if (whole_tables) {
-      if (f.has_cri) cdi = f.cdi;
-      continue;
-    }
-    if (f.cdi.enabled) {
-      cdi.enabled = f.cdi.enabled;
-      cdi.enabled_at = f.cdi.enabled_at;
-    }
-    if (f.cdi.dirs) {
-      cdi.dirs = f.cdi.dirs;
-      cdi.dirs_at = f.cdi.dirs_at;
-    }
-  }
-  bool enabled = cdi.enabled.value_or(line == Line::v2);
-  std::string why = cdi.enabled ? std::string("enable_cdi = ") + (enabled ? "true" : "false") + ", " + cdi.enabled_at
+  auto enable_cdi = merged(scan, line, &File::enable_cdi);
+  auto cdi_dirs = merged(scan, line, &File::cdi_dirs);
+  bool enabled = enable_cdi.value.value_or(line == Line::v2);
+  std::string why = enable_cdi.value
+                        ? std::string("enable_cdi = ") + (enabled ? "true" : "false") + ", " + enable_cdi.at
                     : line == Line::v2 ? "the default of " + version
                                        : "the default of containerd 1.7";
-  std::vector<std::string> dirs = cdi.dirs.value_or(containerd_cdi_dirs());
-  std::string dirs_why = cdi.dirs ? "cdi_spec_dirs, " + cdi.dirs_at : "the default";
+  std::vector<std::string> dirs = cdi_dirs.value.value_or(containerd_cdi_dirs());
+  std::string dirs_why = cdi_dirs.value ? "cdi_spec_dirs, " + cdi_dirs.at : "the default";
   if (!enabled) {
     c.add(Status::info, "containerd's CRI CDI is off (" + why +
                             "): specshim alone injects CDI devices, from annotations; CRI's CDIDevices requests "
@@ -469,14 +462,7 @@ fs::path nvidia_runtime_runs(const Host& host, std::string& where) {
 // runtime (nvidia-ctk runtime configure --set-as-default) the runtime that
 // one runs.
 void check_default_handler(const Scan& scan, Line line, const Loaded& loaded, Check& c) {
-  bool whole_tables = line != Line::v2;
-  std::optional<std::string> name;
-  std::string name_at;
-  for (const auto& f : scan.files) {
-    if (!f.loaded || !(whole_tables ? f.has_cri : f.default_runtime.has_value())) continue;
-    name = f.default_runtime;
-    name_at = f.default_at;
-  }
+  auto [name, name_at] = merged(scan, line, &File::default_runtime);
   std::string handler = name.value_or("runc");
   std::string binary;  // the last loaded BinaryName of that handler
   for (const auto& f : scan.found)

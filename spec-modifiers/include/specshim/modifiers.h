@@ -7,6 +7,7 @@
 #include <string>
 
 #include "specshim/config.h"
+#include "specshim/container_match.h"
 #include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
 
@@ -30,6 +31,15 @@ struct Shared {
   // device-plugin and env-devices know). Not kept past the factory.
   config::Section* root = nullptr;
 };
+
+// PasswdScope is [passwd]'s `match` and `required`: which containers get
+// entries, and whether one whose entry cannot be ensured fails its create.
+// make_passwd reads it with read_passwd_scope; doctor prints it.
+struct PasswdScope {
+  ContainerMatch match;
+  bool required = false;
+};
+PasswdScope read_passwd_scope(config::Section& section);
 
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);
 // The modifiers that work together get what the chain shares.
