@@ -25,35 +25,151 @@ namespace specshim::env_devices {
 
 // ---- parsing ----------------------------------------------------------------
 
-DeviceList parse_device_list(std::string_view value) {
-  std::vector<std::string_view> items;
+namespace {
+
+// items splits a value on ',' and trims each item as Go's
+// strings.TrimSpace does over the ASCII spaces (a name has no other);
+// empty items are dropped.
+std::vector<std::string_view> items(std::string_view value) {
+  std::vector<std::string_view> out;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
   for (std::size_t start = 0; start <= value.size();) {
     std::size_t comma = value.find(',', start);
     std::string_view item =
         value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    // Go's strings.TrimSpace, over the ASCII spaces (a name has no other).
-    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
     while (!item.empty() && space(item.front())) item.remove_prefix(1);
     while (!item.empty() && space(item.back())) item.remove_suffix(1);
-    if (!item.empty()) items.push_back(item);
+    if (!item.empty()) out.push_back(item);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
+  return out;
+}
+
+std::string too_many() {
+  return "more than " + std::to_string(kMaxNames) + " device names";
+}
+
+// npu_id reads a decimal id of at most 4 digits (Ascend's runtime allows
+// ids up to 128).
+std::optional<unsigned> npu_id(std::string_view s) {
+  if (s.empty() || s.size() > 4 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  unsigned n = 0;
+  for (char c : s) n = n * 10 + unsigned(c - '0');
+  return n;
+}
+
+// The chip types of Ascend's device names, as its runtime matches them
+// (`^Ascend(910|310B|310P|310)-(\d+)$`); `npu-N` names an id on any chip.
+constexpr std::string_view kAscendChips[] = {"910", "310B", "310P", "310"};
+
+}  // namespace
+
+DeviceList parse_device_list(std::string_view value) {
+  auto list_items = items(value);
   DeviceList list;
-  if (items.empty() || std::find(items.begin(), items.end(), "void") != items.end()) return list;
-  for (auto item : items) {
+  if (list_items.empty() || std::find(list_items.begin(), list_items.end(), "void") != list_items.end()) return list;
+  for (auto item : list_items) {
     if (item == "all" || item == "none") {
       list.what = item == "all" ? DeviceList::What::all : DeviceList::What::none;
       return list;
     }
   }
   list.what = DeviceList::What::names;
-  for (auto item : items) {
+  for (auto item : list_items) {
     if (std::find(list.names.begin(), list.names.end(), item) != list.names.end()) continue;
-    if (list.names.size() == kMaxNames) throw Error("more than " + std::to_string(kMaxNames) + " device names");
+    if (list.names.size() == kMaxNames) throw Error(too_many());
     list.names.emplace_back(item);
   }
   return list;
+}
+
+DeviceList parse_ascend_list(std::string_view value) {
+  auto list_items = items(value);
+  DeviceList list;
+  if (list_items.empty() || std::find(list_items.begin(), list_items.end(), "void") != list_items.end()) return list;
+  std::vector<unsigned> ids;
+  std::string_view chip;  // of the first Ascend<chip>-N name
+  auto add = [&](unsigned id) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) return;
+    if (ids.size() == kMaxNames) throw Error(too_many());
+    ids.push_back(id);
+  };
+  for (auto item : list_items) {
+    std::string bad = cdi::quote(item) + " is not an NPU id, a range of ids (0-3) or a name (Ascend910-0, npu-0)";
+    if (item.rfind("Ascend", 0) == 0 || item.rfind("npu-", 0) == 0) {
+      std::string_view rest = item.substr(item[0] == 'A' ? 6 : 3);
+      auto dash = rest.find('-');
+      if (dash == std::string_view::npos) throw Error(bad);
+      std::string_view type = rest.substr(0, dash);
+      auto id = npu_id(rest.substr(dash + 1));
+      if (!id || (item[0] == 'A' &&
+                  std::find(std::begin(kAscendChips), std::end(kAscendChips), type) == std::end(kAscendChips)))
+        throw Error(bad);
+      if (item[0] == 'A') {
+        if (!chip.empty() && type != chip)
+          throw Error(cdi::quote(item) + " names an Ascend" + std::string(type) + " after Ascend" + std::string(chip) +
+                      ": one list names one chip type");
+        chip = type;
+      }
+      add(*id);
+      continue;
+    }
+    auto dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      auto id = npu_id(item);
+      if (!id) throw Error(bad);
+      add(*id);
+      continue;
+    }
+    auto first = npu_id(item.substr(0, dash)), last = npu_id(item.substr(dash + 1));
+    if (!first || !last) throw Error(bad);
+    if (*first > *last) throw Error(cdi::quote(item) + " is a range whose first id is above its last");
+    for (unsigned id = *first; id <= *last; ++id) add(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  list.what = DeviceList::What::names;
+  for (unsigned id : ids) list.names.push_back(std::to_string(id));
+  return list;
+}
+
+DeviceList parse_list(Grammar grammar, std::string_view value) {
+  return grammar == Grammar::ascend ? parse_ascend_list(value) : parse_device_list(value);
+}
+
+std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::string_view env) {
+  const Json* all = spec.find({"process", "env"});
+  if (!all || !all->is_array()) return std::nullopt;
+  std::string prefix = std::string(env) + "=";
+  for (auto it = all->rbegin(); it != all->rend(); ++it) {
+    if (!it->is_string() || it->get_ref<const std::string&>().rfind(prefix, 0) != 0) continue;
+    std::string value = it->get_ref<const std::string&>().substr(prefix.size());
+    if (grammar == Grammar::ascend && items(value).empty()) continue;
+    return value;
+  }
+  return std::nullopt;
+}
+
+// kVendors: the variables whose runtime specshim knows.
+//   NVIDIA: its runtime appends NVIDIA_VISIBLE_DEVICES=void once the devices
+//   are in (research: envvar.md), so a later runtime does nothing more.
+//   Ascend: tools inside the container read ASCEND_VISIBLE_DEVICES as the
+//   physical ids of the NPUs they see (vLLM-Ascend maps its device i to
+//   int(ids[i]) and stops on an empty value): `void` would break them, so it
+//   is kept. Its runtime appends nothing either. Its device plugin's
+//   resources are named per chip: huawei.com/Ascend910, Ascend310P, and
+//   vNPU templates such as Ascend910-16c.
+const std::vector<Vendor> kVendors = {
+    {"NVIDIA_VISIBLE_DEVICES", Grammar::nvidia, After::void_value, {}},
+    {"ASCEND_VISIBLE_DEVICES", Grammar::ascend, After::keep, {"huawei.com/Ascend*"}},
+};
+
+const Vendor& vendor_of(std::string_view env) {
+  static const Vendor other{"", Grammar::nvidia, After::void_value, {}};
+  for (const auto& v : kVendors)
+    if (v.env == env) return v;
+  return other;
 }
 
 std::string qualify(std::string_view kind, std::string_view item, std::string* why) {
@@ -128,7 +244,9 @@ std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubele
       if (!absolute(*dir) || fs::clean_path(*dir) == "/") t.fail("volume-mounts", "must be an absolute directory path");
       e.volume_mounts = fs::clean_path(*dir);
     }
-    e.resources = t.strings("resources").value_or(std::vector<std::string>{e.kind});
+    const Vendor& known = vendor_of(e.env);
+    e.resources =
+        t.strings("resources").value_or(known.resources.empty() ? std::vector<std::string>{e.kind} : known.resources);
     for (const auto& r : e.resources) {
       std::string_view name = r;
       if (!name.empty() && name.back() == '*') name.remove_suffix(1);
@@ -142,7 +260,8 @@ std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubele
       if (!config::plain_name(ns)) t.fail("trusted-namespaces", "`" + ns + "` is not a namespace name");
     e.outside_kubernetes =
         choice(t, "outside-kubernetes", {{"honour", Outside::honour}, {"ignore", Outside::ignore}}, Outside::honour);
-    e.after = choice(t, "after", {{"void", After::void_value}, {"keep", After::keep}}, After::void_value);
+    e.grammar = choice(t, "grammar", {{"nvidia", Grammar::nvidia}, {"ascend", Grammar::ascend}}, known.grammar);
+    e.after = choice(t, "after", {{"void", After::void_value}, {"keep", After::keep}}, known.after);
     e.scope = choice(t, "scope", {{"host", Scope::host}, {"visible", Scope::visible}}, Scope::host);
     if (auto root_dir = t.string("kubelet-root")) {
       if (!absolute(*root_dir)) t.fail("kubelet-root", "must be an absolute path");
@@ -190,7 +309,7 @@ void add_name(std::vector<std::string>& names, std::string name) {
 void add_list(const Entry& e, std::string_view value, Granted& g) {
   DeviceList list;
   try {
-    list = parse_device_list(value);
+    list = parse_list(e.grammar, value);
   } catch (const Error&) {
     return;  // a plugin answer too long to be a grant grants nothing
   }
@@ -281,7 +400,7 @@ struct EnvDevices::State {
     std::string origin;
     std::vector<std::string> from_mounts;
     if (!e.volume_mounts.empty()) from_mounts = mounted(spec, e.volume_mounts);
-    std::optional<std::string> value = spec.env(e.env);
+    std::optional<std::string> value = value_of(e.grammar, spec, e.env);
     if (!from_mounts.empty()) {
       list = {DeviceList::What::names, from_mounts};
       origin = "/dev/null mounts below " + e.volume_mounts + " of " + target;
@@ -289,7 +408,7 @@ struct EnvDevices::State {
       if (!value || (!e.volume_mounts.empty() && fs::clean_path(*value) == e.volume_mounts)) return std::nullopt;
       origin = "env " + e.env + "=" + shown(*value) + " of " + target;
       try {
-        list = parse_device_list(*value);
+        list = parse_list(e.grammar, *value);
       } catch (const Error& err) {
         throw Error(origin + ": " + err.what());
       }

@@ -332,9 +332,16 @@ TEST_CASE("doctor: [[env-devices]] entries are listed, and a kind without a spec
   const std::string entries =
       "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"
       "resources = [\"nvidia.com/gpu\", \"nvidia.com/mig-*\"]\n"
-      "[[env-devices]]\nenv = \"AMD_VISIBLE_DEVICES\"\nkind = \"amd.com/gpu\"\n";
+      "[[env-devices]]\nenv = \"AMD_VISIBLE_DEVICES\"\nkind = \"amd.com/gpu\"\n"
+      "[[env-devices]]\nenv = \"ASCEND_VISIBLE_DEVICES\"\nkind = \"ascend.com/npu\"\n";
   h.write_config(entries);
   json report = h.report();
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "env-devices `ASCEND_VISIBLE_DEVICES`: bare names are `ascend.com/npu`; grants of "
+                                  "huawei.com/Ascend* count; Ascend's grammar; after = \"keep\""));
+  REQUIRE_THAT(report, HasFinding("config", "info",
+                                  "env-devices `AMD_VISIBLE_DEVICES`: bare names are `amd.com/gpu`; grants of "
+                                  "amd.com/gpu count; NVIDIA's grammar; after = \"void\""));
   REQUIRE_THAT(report, HasFinding("config", "info",
                                   "env-devices `NVIDIA_VISIBLE_DEVICES`: bare names are `nvidia.com/gpu`; grants of "
                                   "nvidia.com/gpu, nvidia.com/mig-* count"));

@@ -85,6 +85,32 @@ void closed_set(std::string_view value) {
     if (d.value("major", 0) == 195 && d.value("minor", -1) != 0) std::abort();  // beyond the grant
 }
 
+// ascend checks Ascend's grammar: ids come out as canonical decimals, once
+// each, ascending, and a list of them reads back the same.
+void ascend(std::string_view text) {
+  DeviceList list;
+  try {
+    list = parse_ascend_list(text);
+  } catch (const Error&) {
+    return;
+  }
+  if (list.what != DeviceList::What::names && list.what != DeviceList::What::nothing) std::abort();
+  if ((list.what == DeviceList::What::names) == list.names.empty()) std::abort();
+  std::string joined;
+  unsigned long last = 0;
+  for (std::size_t i = 0; i < list.names.size(); ++i) {
+    const std::string& n = list.names[i];
+    if (n.empty() || n.size() > 4 || (n.size() > 1 && n[0] == '0') ||
+        !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      std::abort();
+    unsigned long id = std::stoul(n);
+    if (i > 0 && id <= last) std::abort();
+    last = id;
+    joined += (i ? "," : "") + n;
+  }
+  if (list.what == DeviceList::What::names && !(parse_ascend_list(joined) == list)) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -110,6 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!q.empty() && !cdi::parse_qualified_name(q)) std::abort();
   }
   if (list.what == DeviceList::What::names && !(parse_device_list(joined) == list)) std::abort();
+  ascend(text);
   if (size <= 256 && std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
     closed_set(text);
   return 0;

@@ -81,6 +81,100 @@ TEST_CASE("env-devices: a list longer than any node's is refused") {
   REQUIRE(parse_device_list(value).names.size() == kMaxNames);
 }
 
+TEST_CASE("env-devices: a value parses as Ascend's runtime reads it") {
+  struct Row {
+    std::string value;
+    DeviceList want;
+  };
+  std::vector<Row> rows = {
+      {"", {}},
+      {" , ", {}},
+      {"void", {}},
+      {"0,void", {}},
+      {"3", names({"3"})},
+      {"0-3,5", names({"0", "1", "2", "3", "5"})},
+      {" 5 , 0-1 ", names({"0", "1", "5"})},  // ascending, as Ascend's runtime sorts
+      {"2-2,2,02", names({"2"})},             // each id once; 02 is 2
+      {"Ascend910-0,Ascend910-3", names({"0", "3"})},
+      {"Ascend310P-1", names({"1"})},
+      {"Ascend310B-1,Ascend310B-0", names({"0", "1"})},
+      {"npu-4,npu-1", names({"1", "4"})},
+      {"npu-2,Ascend910-0,1", names({"0", "1", "2"})},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.value);
+    REQUIRE(parse_ascend_list(row.value) == row.want);
+  }
+  struct Bad {
+    std::string value;
+    std::string want;
+  };
+  std::vector<Bad> bad = {
+      {"all", "\"all\" is not an NPU id, a range of ids (0-3) or a name (Ascend910-0, npu-0)"},
+      {"none", "is not an NPU id"},
+      {"3-1", "\"3-1\" is a range whose first id is above its last"},
+      {"0-", "is not an NPU id"},
+      {"-1", "is not an NPU id"},
+      {"1-2-3", "is not an NPU id"},
+      {"Ascend910", "is not an NPU id"},
+      {"Ascend920-0", "is not an NPU id"},
+      {"Ascend910-x", "is not an NPU id"},
+      {"npu-", "is not an NPU id"},
+      {"12345", "is not an NPU id"},
+      {"GPU-4a3b", "is not an NPU id"},
+      {"Ascend910-0,Ascend310P-1", "names an Ascend310P after Ascend910: one list names one chip type"},
+  };
+  for (const auto& row : bad) {
+    CAPTURE(row.value);
+    REQUIRE_THAT(error_of<Error>([&] { parse_ascend_list(row.value); }), Contains(row.want));
+  }
+  REQUIRE_THAT(error_of<Error>([&] { parse_ascend_list("0-1024"); }), Contains("more than 1024 device names"));
+  REQUIRE(parse_ascend_list("0-1023").names.size() == kMaxNames);
+}
+
+TEST_CASE("env-devices: the last entry counts; with Ascend's grammar an entry listing nothing is passed over") {
+  Spec spec = Spec::parse(
+      R"({"process":{"env":["ASCEND_VISIBLE_DEVICES=0,1","PATH=/bin","ASCEND_VISIBLE_DEVICES= , ","X=1"]}})");
+  REQUIRE(value_of(Grammar::nvidia, spec, "ASCEND_VISIBLE_DEVICES") == " , ");
+  REQUIRE(value_of(Grammar::ascend, spec, "ASCEND_VISIBLE_DEVICES") == "0,1");
+  REQUIRE(value_of(Grammar::ascend, spec, "NVIDIA_VISIBLE_DEVICES") == std::nullopt);
+  Spec blank = Spec::parse(R"({"process":{"env":["ASCEND_VISIBLE_DEVICES="]}})");
+  REQUIRE(value_of(Grammar::ascend, blank, "ASCEND_VISIBLE_DEVICES") == std::nullopt);
+}
+
+TEST_CASE("env-devices: the vendor table gives a known variable its grammar and its `after`") {
+  REQUIRE(nvidia().grammar == Grammar::nvidia);
+  Entry ascend = entries_of("[[env-devices]]\nenv = \"ASCEND_VISIBLE_DEVICES\"\nkind = \"ascend.com/npu\"\n").front();
+  REQUIRE(ascend.grammar == Grammar::ascend);
+  REQUIRE(ascend.after == After::keep);
+  REQUIRE(ascend.resources == std::vector<std::string>{"huawei.com/Ascend*"});
+  REQUIRE(ascend.counts("huawei.com/Ascend910"));
+  REQUIRE(ascend.counts("huawei.com/Ascend310P"));
+  Entry amd = entries_of("[[env-devices]]\nenv = \"AMD_VISIBLE_DEVICES\"\nkind = \"amd.com/gpu\"\n").front();
+  REQUIRE(amd.grammar == Grammar::nvidia);
+  REQUIRE(amd.after == After::void_value);
+  Entry set = entries_of(
+                  "[[env-devices]]\nenv = \"ASCEND_VISIBLE_DEVICES\"\nkind = \"ascend.com/npu\"\n"
+                  "after = \"void\"\n[[env-devices]]\nenv = \"NPU_LIST\"\nkind = \"ascend.com/npu\"\n"
+                  "grammar = \"ascend\"\n")
+                  .front();
+  REQUIRE(set.after == After::void_value);
+  REQUIRE(
+      entries_of("[[env-devices]]\nenv = \"NPU_LIST\"\nkind = \"a.com/b\"\ngrammar = \"ascend\"\n").front().grammar ==
+      Grammar::ascend);
+}
+
+TEST_CASE("env-devices: Ascend's device plugin grants the ids of its env, whatever its device specs and mounts") {
+  Entry e = entries_of("[[env-devices]]\nenv = \"ASCEND_VISIBLE_DEVICES\"\nkind = \"ascend.com/npu\"\n").front();
+  Grant g{.resource = "huawei.com/Ascend910",
+          .envs = {{"ASCEND_RUNTIME_OPTIONS", ""}, {"ASCEND_VISIBLE_DEVICES", "2,3"}},
+          .mounts = {"/usr/local/Ascend/driver"}};
+  REQUIRE(grant_of(e, g).names == std::vector<std::string>{"ascend.com/npu=2", "ascend.com/npu=3"});
+  REQUIRE(grant_of(e, {.envs = {{"ASCEND_VISIBLE_DEVICES", "Ascend910-0"}}}).names ==
+          std::vector<std::string>{"ascend.com/npu=0"});
+  REQUIRE(grant_of(e, {.envs = {{"ASCEND_VISIBLE_DEVICES", "all"}}}).names.empty());  // not Ascend's: no grant
+}
+
 TEST_CASE("env-devices: bare names take the kind, qualified names stay as they are") {
   REQUIRE(qualify("nvidia.com/gpu", "0") == "nvidia.com/gpu=0");
   REQUIRE(qualify("nvidia.com/gpu", "GPU-4a3b") == "nvidia.com/gpu=GPU-4a3b");
@@ -126,6 +220,7 @@ TEST_CASE("env-devices: entries read with their defaults, every bad key is named
       {head + "outside-kubernetes = \"fail\"\n", "want one of \"honour\", \"ignore\""},
       {head + "after = \"unset\"\n", "want one of \"void\", \"keep\""},
       {head + "scope = \"local\"\n", "want one of \"host\", \"visible\""},
+      {head + "grammar = \"amd\"\n", "want one of \"nvidia\", \"ascend\""},
       {head + "trusted-namespaces = [\"a b\"]\n", "is not a namespace name"},
       {head + "kubelet-root = \"var\"\n", "must be an absolute path"},
       {head + "budget-ms = 5\n", "budget-ms"},

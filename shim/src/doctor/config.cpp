@@ -148,7 +148,9 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     for (const auto& e : loaded.env_devices) {
       c.add(Status::info, "env-devices `" + e.env + "`: bare names are `" + e.kind + "`; grants of " +
                               join(e.resources, ", ") + " count" +
-                              (e.volume_mounts.empty() ? "" : "; volume-mounts below " + e.volume_mounts));
+                              (e.volume_mounts.empty() ? "" : "; volume-mounts below " + e.volume_mounts) + "; " +
+                              (e.grammar == env_devices::Grammar::ascend ? "Ascend's" : "NVIDIA's") +
+                              " grammar; after = " + (e.after == env_devices::After::keep ? "\"keep\"" : "\"void\""));
       if (!loaded.on("cdi"))
         c.add(Status::warn, "env-devices `" + e.env + "`: the cdi modifier that injects its devices is off: " +
                                 "creates that ask for devices fail");

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,12 +44,37 @@ struct DeviceList {
 // kMaxNames bounds a list; a longer one is refused (no node has that many devices).
 inline constexpr std::size_t kMaxNames = 1024;
 
+// Grammar is how a vendor's runtime reads its variable.
+enum class Grammar {
+  nvidia,  // NVIDIA's runtime: names, indices, UUIDs, `all`, `none`, `void`
+  ascend,  // Ascend's runtime: ids, ranges `0-3`, `Ascend910-N`/`npu-N`, `void`;
+           // an entry with no item is passed over (below)
+};
+
+// value_of is the variable's value in env as grammar reads it: its last
+// entry; with the Ascend grammar the last entry that lists something, so an
+// empty pod-spec entry (`ASCEND_VISIBLE_DEVICES=`) does not cancel the
+// device plugin's list (HAMi#2954). nullopt: no entry counts.
+std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::string_view env);
+
 // parse_device_list reads a value as NVIDIA's runtime does: split on ',',
 // trim spaces, drop empty items; `void` anywhere means nothing; the first
 // item that is exactly `all` or `none` decides; otherwise the names, with
 // repeats dropped (NCT turns `GPU-a,GPU-a` into no GPU). Names are not
 // checked here. Throws Error for more than kMaxNames names.
 DeviceList parse_device_list(std::string_view value);
+
+// parse_ascend_list reads a value as Ascend's runtime does: split on ',',
+// trim spaces; `void` means nothing; each item is an id (`3`), a range of
+// ids (`0-3`, both ends included) or a name (`Ascend910-3`, `Ascend310P-3`,
+// `npu-3`) naming that id; names of two chip types in one list are refused.
+// The ids come out ascending, each once, as decimal names ("0", "3"): the
+// device names of Ascend's CDI specs. Throws Error naming the item that is
+// none of these, and for more than kMaxNames ids.
+DeviceList parse_ascend_list(std::string_view value);
+
+// parse_list reads value with grammar's rules.
+DeviceList parse_list(Grammar grammar, std::string_view value);
 
 enum class OnExcess { fail, clamp };
 enum class Trust { honour, check };     // privileged containers
@@ -69,6 +95,7 @@ struct Entry {
   Trust privileged = Trust::honour;
   std::vector<std::string> trusted_namespaces;
   Outside outside_kubernetes = Outside::honour;
+  Grammar grammar = Grammar::nvidia;
   After after = After::void_value;
   Scope scope = Scope::host;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;  // kubelet-root, else [kubelet] root
@@ -76,6 +103,19 @@ struct Entry {
 
   bool counts(std::string_view resource) const;  // resource matches one of resources
 };
+
+// Vendor is what specshim knows of one vendor's variable: how its runtime
+// reads the value, and what the variable should say once the devices are
+// in (kVendors, the one table of them). An entry for a variable the table
+// does not list reads like NVIDIA's.
+struct Vendor {
+  std::string_view env;
+  Grammar grammar;
+  After after;
+  std::vector<std::string> resources;  // default `resources`; empty: the entry's kind
+};
+extern const std::vector<Vendor> kVendors;
+const Vendor& vendor_of(std::string_view env);
 
 // read_entries reads every [[env-devices]] entry strictly, with kubelet's
 // ([kubelet]) root and budget for the entries that set no kubelet-root.
