@@ -96,6 +96,16 @@ bool has_uid(std::string_view passwd_file, std::uint32_t uid) {
   });
 }
 
+std::optional<std::string> uid_name(std::string_view passwd_file, std::uint32_t uid) {
+  std::optional<std::string> name;
+  any_line(passwd_file, [&](std::string_view l) {
+    auto e = parse_passwd_line(l);
+    if (e && e->uid == uid) name = e->name;
+    return name.has_value();
+  });
+  return name;
+}
+
 bool has_gid(std::string_view group_file, std::uint32_t gid) {
   return any_line(group_file, [&](std::string_view l) {
     auto e = parse_group_line(l);
@@ -115,17 +125,30 @@ std::string append_line(std::string_view file, std::string_view line) {
   return out;
 }
 
-std::optional<std::string> name_problem(std::string_view name) {
+namespace {
+
+std::optional<std::string> name_rule(std::string_view name, bool upper) {
   // The first character rule also makes an all-digit name impossible.
   if (name.empty()) return "is empty";
   if (contains_control(name)) return "contains a control character";
   if (name.size() > 32) return "is longer than 32 characters";
-  char c0 = name.front();
-  if (!((c0 >= 'a' && c0 <= 'z') || c0 == '_')) return "must start with a lowercase letter or '_'";
+  auto letter = [upper](char c) { return (c >= 'a' && c <= 'z') || (upper && c >= 'A' && c <= 'Z'); };
+  if (!(letter(name.front()) || name.front() == '_'))
+    return upper ? "must start with a letter or '_'" : "must start with a lowercase letter or '_'";
   for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-      return "may only hold a-z, 0-9, '_', '.' and '-'";
+    if (!(letter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return upper ? "may only hold a-z, A-Z, 0-9, '_', '.' and '-'" : "may only hold a-z, 0-9, '_', '.' and '-'";
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> name_problem(std::string_view name) {
+  return name_rule(name, false);
+}
+
+std::optional<std::string> group_name_problem(std::string_view name) {
+  return name_rule(name, true);
 }
 
 std::optional<std::string> field_problem(std::string_view s) {
@@ -192,6 +215,7 @@ constexpr const char* kMountOptions[] = {"rbind", "ro", "nosuid", "nodev", "noex
 struct Options {
   Template user_name{"user{uid}", "{uid}"};
   Template group_name{"group{gid}", "{gid}"};
+  std::vector<std::pair<std::uint32_t, std::string>> group_names;  // [passwd] group-names, gid → name
   std::string gecos = "specshim runtime user";
   std::optional<std::string> home;  // unset: the spec's HOME, else /tmp
   std::string shell = "/sbin/nologin";
@@ -379,45 +403,94 @@ class PasswdModifier : public Modifier {
       std::filesystem::path rootfs = ctx.rootfs(spec);
       if (rootfs.empty()) cannot_all("the spec has no root.path");
 
-      ensure(&*id, [&] { add_user(spec, ctx, rootfs, *id, view, over); });
-      if (id->gid == 0) return skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
-      ensure(&*id, [&] { add_group(spec, ctx, rootfs, *id, view); });
+      std::optional<std::string> user;
+      ensure(&*id, [&] { user = add_user(spec, ctx, rootfs, *id, view, over); });
+      ensure(&*id, [&] { add_groups(spec, ctx, rootfs, *id, view, user); });
     });
   }
 
  private:
-  void add_user(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id, const HostView& view,
-                const Overrides& over) const {
-    auto image = image_file(spec, ctx, rootfs, kPasswdFile, view.dac);
-    if (!image) return;
-    if (has_uid(*image, id.uid)) return skip(kPasswdFile, fmt::format("uid {} has an entry in the image", id.uid));
+  // add_user ensures the uid's entry and returns its name (nullopt when
+  // specshim's copy from an earlier create is mounted already).
+  std::optional<std::string> add_user(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
+                                      const HostView& view, const Overrides& over) const {
+    auto file = base_file(spec, ctx, rootfs, kPasswdFile, view.dac);
+    if (!file) return std::nullopt;
+    if (auto name = uid_name(file->content, id.uid)) {
+      skip(kPasswdFile,
+           fmt::format("uid {} has an entry {}", id.uid, file->ours ? "in specshim's copy" : "in the image"));
+      return name;
+    }
     std::string user = over.name ? *over.name : opt_.user_name.expand(id.uid);
-    if (name_taken(*image, user))
+    if (name_taken(file->content, user))
       cannot(kPasswdFile, fmt::format("the name `{}` is already used in the image's file", user));
     PasswdEntry e{user, "x", id.uid, id.gid, opt_.gecos, home(spec, over), opt_.shell};
-    add(spec, ctx, kPasswdFile, append_line(*image, format_passwd_line(e)), view.owner);
+    add(spec, ctx, kPasswdFile, file->ours, append_line(file->content, format_passwd_line(e)), view.owner);
+    return user;
   }
 
-  void add_group(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
-                 const HostView& view) const {
-    auto image = image_file(spec, ctx, rootfs, kGroupFile, view.dac);
-    if (!image) return;
-    if (has_gid(*image, id.gid)) return skip(kGroupFile, fmt::format("gid {} has an entry in the image", id.gid));
-    std::string group = opt_.group_name.expand(id.gid);
-    if (name_taken(*image, group))
-      cannot(kGroupFile, fmt::format("the name `{}` is already used in the image's file", group));
-    add(spec, ctx, kGroupFile, append_line(*image, format_group_line(GroupEntry{group, "x", id.gid, ""})), view.owner);
+  // add_groups ensures a line for the gid (unless it is 0, root's group)
+  // and for each additional gid that [passwd] group-names names, with the
+  // user as its member: those are the node groups a device needs (Ascend's
+  // HwHiAiUser), which tools inside look up by name. Other additional gids
+  // get no line (KEP-3619: the kernel already has them).
+  void add_groups(Spec& spec, Context& ctx, const std::filesystem::path& rootfs, const Identity& id,
+                  const HostView& view, const std::optional<std::string>& user) const {
+    std::vector<GroupEntry> wanted;
+    if (id.gid == 0)
+      skip(kGroupFile, "gid 0 is root's group; it is never synthesised");
+    else
+      wanted.push_back({named(id.gid).value_or(opt_.group_name.expand(id.gid)), "x", id.gid, ""});
+    for (auto gid : id.additional_gids) {
+      auto name = named(gid);
+      if (!name || gid == id.gid) continue;
+      if (std::any_of(wanted.begin(), wanted.end(), [&](const GroupEntry& g) { return g.gid == gid; })) continue;
+      wanted.push_back({*name, "x", gid, user.value_or("")});
+    }
+    if (wanted.empty()) return;
+    auto file = base_file(spec, ctx, rootfs, kGroupFile, view.dac);
+    if (!file) return;
+    std::string text = file->content;
+    bool added = false;
+    for (const auto& g : wanted) {
+      if (has_gid(text, g.gid)) {
+        skip(kGroupFile,
+             fmt::format("gid {} has an entry {}", g.gid, file->ours ? "in specshim's copy" : "in the image"));
+        continue;
+      }
+      if (name_taken(text, g.name))
+        cannot(kGroupFile, fmt::format("the name `{}` is already used in the image's file", g.name));
+      text = append_line(text, format_group_line(g));
+      added = true;
+    }
+    if (added) add(spec, ctx, kGroupFile, file->ours, std::move(text), view.owner);
   }
 
-  // image_file returns the image's copy of f to patch ("" when the image has
-  // none), or nullopt when specshim's copy is already mounted; it throws
-  // Unensured when f cannot be patched. dac holds the ids the kernel checks
-  // the file's owner and group against.
-  std::optional<std::string> image_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
-                                        const DbFile& f, const Identity& dac) const {
+  std::optional<std::string> named(std::uint32_t gid) const {
+    for (const auto& [g, name] : opt_.group_names)
+      if (g == gid) return name;
+    return std::nullopt;
+  }
+
+  // BaseFile is the text the modifier adds lines to: the image's file ("" when
+  // the image has none), or specshim's copy of this create when an earlier
+  // pass of the chain wrote it (ours; its mount is in the spec already).
+  struct BaseFile {
+    std::string content;
+    bool ours = false;
+  };
+
+  // base_file returns the file to patch, or nullopt when specshim's copy from
+  // an earlier create is mounted already; it throws Unensured when f cannot
+  // be patched. dac holds the ids the kernel checks the file's owner and
+  // group against.
+  std::optional<BaseFile> base_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
+                                    const DbFile& f, const Identity& dac) const {
     if (const Json* m = mount_over(spec, f)) {
       std::string source = m->value("source", "");
       if (source == (ctx.bundle / f.bundle_name).string()) {
+        auto copy = ctx.bundle_files.find(std::string(f.bundle_name));
+        if (copy != ctx.bundle_files.end()) return BaseFile{copy->second.content, true};
         skip(f, "specshim already mounts its copy there");
         return std::nullopt;
       }
@@ -430,7 +503,7 @@ class PasswdModifier : public Modifier {
     } catch (const Error& e) {
       cannot(f, describe(e));
     }
-    if (!file) return std::string();
+    if (!file) return BaseFile{};
     if (file->content.find('\0') != std::string::npos)
       cannot(f, "the image's file holds NUL bytes, so it is not a text database");
     const Json* readonly = spec.find({"root", "readonly"});
@@ -440,7 +513,7 @@ class PasswdModifier : public Modifier {
              fmt::format("the image's file (mode {:04o}, host owner {}:{}) is writable by the process (host uid {}), "
                          "so the image manages it",
                          file->st.st_mode & 07777, file->st.st_uid, file->st.st_gid, dac.uid));
-    return std::move(file->content);
+    return BaseFile{std::move(file->content), false};
   }
 
   // home picks the entry's home: the annotation, the config, the spec's HOME,
@@ -463,11 +536,14 @@ class PasswdModifier : public Modifier {
     return value;
   }
 
-  static void add(Spec& spec, Context& ctx, const DbFile& f, std::string content,
+  // add writes content as specshim's copy of f, and mounts the copy over f
+  // unless an earlier pass did (mounted).
+  static void add(Spec& spec, Context& ctx, const DbFile& f, bool mounted, std::string content,
                   const std::optional<FileOwner>& owner) {
     std::filesystem::path source = ctx.bundle / f.bundle_name;
-    log::debug("passwd: mount {} over {}", source.string(), f.path);
     ctx.bundle_files[std::string(f.bundle_name)] = BundleFile{std::move(content), 0644, owner};
+    if (mounted) return;
+    log::debug("passwd: mount {} over {}", source.string(), f.path);
     Json mount = Json::object();
     mount["destination"] = f.path;
     mount["type"] = "bind";
@@ -526,6 +602,19 @@ std::unique_ptr<Modifier> make_passwd(config::Section& s) {
   bool enabled = s.boolean("enabled").value_or(true);
   read_template(s, "name-template", o.user_name);
   read_template(s, "group-name-template", o.group_name);
+  if (auto names = s.table("group-names")) {
+    for (const auto& key : names->keys()) {
+      auto gid = parse_id(key);
+      if (!gid || *gid == 0) names->fail(key, "a key is a gid, 1 to 4294967294");
+      auto name = names->string(key);
+      if (!name) names->fail(key, "wants the group's name, such as \"HwHiAiUser\"");
+      if (auto why = group_name_problem(*name)) names->fail(key, fmt::format("`{}` {}", printable(*name), *why));
+      for (const auto& [other, taken] : o.group_names)
+        if (taken == *name) names->fail(key, fmt::format("`{}` already names gid {}", *name, other));
+      o.group_names.emplace_back(*gid, *name);
+    }
+    names->finish();
+  }
   read_text(s, "gecos", o.gecos, field_problem);
   std::string home;
   read_text(s, "home", home, path_problem);

@@ -56,6 +56,8 @@ std::string format_group_line(const GroupEntry& e);
 
 // has_uid / has_gid report whether the file holds a canonical line with that id.
 bool has_uid(std::string_view passwd_file, std::uint32_t uid);
+// uid_name is the name of the first canonical line with that uid.
+std::optional<std::string> uid_name(std::string_view passwd_file, std::uint32_t uid);
 bool has_gid(std::string_view group_file, std::uint32_t gid);
 
 // name_taken reports whether any line of the file, well-formed or not, starts
@@ -70,6 +72,11 @@ std::string append_line(std::string_view file, std::string_view line);
 // name_problem returns why name is not a valid user or group name, or nullopt.
 // Valid: [a-z_][a-z0-9_.-]{0,31}, not all digits.
 std::optional<std::string> name_problem(std::string_view name);
+
+// group_name_problem is name_problem with A-Z allowed as well: the rule for
+// the group names the node's admin gives ([passwd] group-names), such as
+// Ascend's `HwHiAiUser`. glibc, musl and busybox resolve any such name.
+std::optional<std::string> group_name_problem(std::string_view name);
 
 // field_problem returns why s cannot be a passwd field (a ':', a control
 // character, or more than kMaxField bytes), or nullopt.

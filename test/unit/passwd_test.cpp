@@ -126,6 +126,27 @@ TEST_CASE("names: [a-z_][a-z0-9_.-]{0,31}") {
   }
 }
 
+TEST_CASE("group names the admin gives may hold upper case, nothing else more") {
+  for (std::string ok : {std::string("HwHiAiUser"), std::string("_Video"), std::string("render")}) {
+    INFO(ok);
+    CHECK_FALSE(group_name_problem(ok));
+  }
+  for (std::string bad : {std::string(""), std::string("1abc"), std::string("-x"), std::string("Hw Hi"),
+                          std::string("a:b"), std::string("a\nb"), std::string(33, 'A')}) {
+    INFO(printable(bad));
+    CHECK(group_name_problem(bad));
+  }
+  CHECK(*group_name_problem("Hw Hi") == "may only hold a-z, A-Z, 0-9, '_', '.' and '-'");
+}
+
+TEST_CASE("uid_name: the name of the first canonical line with the uid") {
+  std::string file =
+      "root:x:0:0:root:/root:/bin/sh\n#x:x:7:7::/:/bin/sh\napp:x:7:7::/:/bin/sh\nother:x:7:7::/:/bin/sh\n";
+  CHECK(uid_name(file, 7) == "app");
+  CHECK(uid_name(file, 0) == "root");
+  CHECK(uid_name(file, 8) == std::nullopt);
+}
+
 TEST_CASE("fields and paths refuse anything that could start a new field or line") {
   CHECK_FALSE(field_problem("specshim runtime user"));
   CHECK_FALSE(field_problem(""));
