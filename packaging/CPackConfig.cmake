@@ -59,6 +59,8 @@ install(PROGRAMS "${_pkg}/install-on-host.sh" DESTINATION "${CMAKE_INSTALL_LIBEX
 install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION "${_doc}")
 file(GLOB _docs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/docs/*.md")
 install(FILES ${_docs} DESTINATION "${_doc}")
+# Examples for a kind of node, one folder each (an Ascend node's config tables and CDI spec).
+install(DIRECTORY "${_pkg}/examples/" DESTINATION "${_doc}/examples")
 install(FILES "${_pkg_out}/specshim.1.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
 install(FILES "${_pkg}/debian/specshim.lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
         RENAME specshim)

@@ -255,6 +255,27 @@ TEST_CASE("diagnose: an NVIDIA GPU node without /dev/nvidiactl fails the compani
   CHECK(statuses(d.report, "node", "/dev/nvidia0") == std::set<std::string>{"ok"});
 }
 
+TEST_CASE("diagnose: an Ascend NPU without /dev/davinci_manager fails the companions layer alone") {
+  Host host;
+  // The NPU and two of its three companions, as a device plugin with
+  // useAscendDocker=false hands them over; the manager node is missing.
+  Running c(
+      host.tmp / "c",
+      [](BusyboxBundle& b) {
+        for (const char* path : {"/dev/davinci0", "/dev/devmm_svm", "/dev/hisi_hdc"}) device(b, path, 1, 11);
+      },
+      "it-diag");
+  Specshim specshim{c, host.config};
+
+  auto d = diagnose(specshim);
+  INFO(d.r.out);
+  CHECK(d.r.exit_code == 1);
+  CHECK(failing_layers(d.report) == std::set<std::string>{"companions"});
+  CHECK(failing_subjects(d.report, "companions") == std::set<std::string>{"/dev/davinci_manager"});
+  CHECK(statuses(d.report, "node", "/dev/davinci0") == std::set<std::string>{"ok"});
+  CHECK(statuses(d.report, "cgroup", "/dev/davinci0") == std::set<std::string>{"ok"});
+}
+
 TEST_CASE("diagnose --pod: a pod's container found by its CRI annotations, never the sandbox") {
   Host host;
   fs::path root = host.tmp / "runc-root";

@@ -14,3 +14,7 @@ fi
 set -- "$out"/specshim_*.deb
 dpkg-deb --info "$1"
 lintian --fail-on error,warning --pedantic --display-info "$1"
+# The examples ship: an Ascend node's config tables and CDI spec.
+for f in examples/ascend/config.toml examples/ascend/ascend.yaml; do
+  dpkg-deb --contents "$1" | grep -q "usr/share/doc/specshim/$f\$" || { echo "missing from the .deb: $f"; exit 1; }
+done
