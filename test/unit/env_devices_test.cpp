@@ -132,7 +132,7 @@ TEST_CASE("env-devices: a value parses as Ascend's runtime reads it") {
   REQUIRE(parse_ascend_list("0-1023").names.size() == kMaxNames);
 }
 
-TEST_CASE("env-devices: the last entry counts; with Ascend's grammar an entry listing nothing is passed over") {
+TEST_CASE("env-devices: the last entry counts, but with Ascend's grammar an entry listing nothing is passed over") {
   Spec spec = Spec::parse(
       R"({"process":{"env":["ASCEND_VISIBLE_DEVICES=0,1","PATH=/bin","ASCEND_VISIBLE_DEVICES= , ","X=1"]}})");
   REQUIRE(value_of(Grammar::nvidia, spec, "ASCEND_VISIBLE_DEVICES") == " , ");
