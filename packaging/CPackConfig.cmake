@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# The Debian package: `make -C build package` writes build/specshim_<version>_<arch>.deb.
+# The Debian package: `make -C build package` writes build/specshim_<version>_<arch>.deb,
+# <arch> the target's (amd64, or arm64 from the cross build in build-arm64).
 #
 # The package holds everything that has an install() rule anywhere in the tree
 # (the specshim binary, helpers installed to ${SPECSHIM_LIBEXECDIR}, ...) plus
@@ -86,6 +87,9 @@ containerd handler snippets, a RuntimeClass, an installer DaemonSet, and a
 systemd unit (not enabled) that keeps running containers' devices in line
 with a desired-state file (specshim reconcile).]])
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# The target's architecture, not the build machine's (CPack would ask dpkg):
+# the cross build (cmake/aarch64-linux-gnu.cmake) writes specshim_<ver>_arm64.deb.
+set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "${SPECSHIM_DEB_ARCH}")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

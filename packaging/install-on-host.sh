@@ -1238,10 +1238,47 @@ restart_containerd() {
 
 # preflight refuses a source root that lacks what install copies, before the
 # containerd config changes.
+# elf_machine FILE: the machine an ELF file is built for, named as `uname -m`
+# names it (x86_64, aarch64), else "ELF machine N" or "no ELF file".
+elf_machine() {
+  local ident machine
+  # e_ident's magic, class, data (1: little-endian), then e_machine at 18.
+  read -r -a ident < <(od -An -tu1 -N20 "$1" | tr '\n' ' ')
+  if [ "${#ident[@]}" -lt 20 ] || [ "${ident[*]:0:4}" != "127 69 76 70" ]; then
+    printf 'no ELF file'
+    return
+  fi
+  if [ "${ident[5]}" = 1 ]; then
+    machine=$((ident[18] + 256 * ident[19]))
+  else
+    machine=$((256 * ident[18] + ident[19]))
+  fi
+  case "$machine" in
+    62) printf x86_64 ;;
+    183) printf aarch64 ;;
+    *) printf 'ELF machine %s' "$machine" ;;
+  esac
+}
+
+# check_architecture refuses binaries built for another machine than the
+# node's (an arm64 image on an amd64 node, or the reverse), before anything on
+# the node changes: containerd would fail every create with "exec format error".
+check_architecture() {
+  local node f machine
+  node=$(uname -m)
+  for f in "$SOURCE_ROOT/usr/bin/specshim" "$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet"; do
+    [ -f "$f" ] || continue
+    machine=$(elf_machine "$f")
+    [ "$machine" = "$node" ] ||
+      die "\`$f\` is built for $machine, but this node is $node (uname -m): install the .deb or image built for the node's architecture (docs/deploying.md, \"arm64 nodes\"); nothing was changed"
+  done
+}
+
 preflight() {
   local bin="$SOURCE_ROOT/usr/bin/specshim" dst
   dst=$(host "$BINARY_PATH")
   [ -x "$bin" ] || die "\`$bin\` is missing or not executable"
+  check_architecture
   if ! { [ -e "$dst" ] && [ "$bin" -ef "$dst" ]; }; then
     [ -x "$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet" ] ||
       die "\`$SOURCE_ROOT/usr/libexec/specshim/specshim-kubelet\` is missing or not executable"

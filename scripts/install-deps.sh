@@ -15,7 +15,20 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev bpftool lld valgrind
   iproute2 util-linux procps jq lintian file time
   python3 python3-yaml shellcheck patchelf
+  # The arm64 build (cmake/aarch64-linux-gnu.cmake): Debian's cross toolchain,
+  # the :arm64 libraries the unit, golden and cli tiers link (gRPC for the
+  # kubelet helper and the test fakes), and qemu-user to run them.
+  crossbuild-essential-arm64 qemu-user-static
+  libseccomp-dev:arm64 libcap-dev:arm64 libyaml-dev:arm64 libfmt-dev:arm64 libspdlog-dev:arm64
+  libtomlplusplus-dev:arm64 libgrpc++-dev:arm64 libprotobuf-dev:arm64 libgrpc-dev:arm64 libabsl-dev:arm64
+  libc-ares-dev:arm64 libre2-dev:arm64 zlib1g-dev:arm64
 )
+
+# The :arm64 packages are Debian's multiarch ones: dpkg must know the arch
+# before apt can list them.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,6 +40,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "install-deps: all ${#PACKAGES[@]} packages present"
+
+# The arm64 tier's tests start aarch64 executables: qemu-user through binfmt_misc.
+$SUDO bash "$(dirname "$0")/qemu-binfmt.sh"
 
 # containerd 1.7 and 2.x for the e2e tiers, downloaded beside the system's 1.6.
 bash "$(dirname "$0")/fetch-containerd.sh"

@@ -502,10 +502,12 @@ class InstallerTest(NodeCase):
         n.run()
         source = os.path.join(self.tmp, "source")
         shutil.copytree(STAGE, source, symlinks=True)
-        write(os.path.join(source, "usr/bin/specshim"), "#!/bin/sh\n# newer build\n", 0o755)
+        # Another build: the same ELF (the installer checks its machine) with other bytes.
+        newer = read(os.path.join(STAGE, "usr/bin/specshim")) + b"\n# newer build\n"
+        write(os.path.join(source, "usr/bin/specshim"), newer, 0o755)
         n.source = source
         n.run()
-        self.assertEqual(read(n.path("/usr/local/bin/specshim")), b"#!/bin/sh\n# newer build\n")
+        self.assertEqual(read(n.path("/usr/local/bin/specshim")), newer)
         self.assertEqual(n.restarts(), 1)
 
     def test_package_binary_in_place_is_used_not_copied(self):
@@ -544,6 +546,41 @@ class InstallerTest(NodeCase):
             self.assertTrue(os.access(os.path.join(STAGE, p.lstrip("/")), os.X_OK), p)
         self.assertTrue(os.path.isfile(os.path.join(STAGE, "usr/bin/specshim")))
         self.assertTrue(os.path.isfile(os.path.join(STAGE, "etc/specshim/config.toml")))
+
+    def test_binary_of_another_architecture_is_refused_before_any_change(self):
+        """An image of the wrong architecture (arm64 on an amd64 node, or the
+        reverse): the node's `uname -m` (a stand-in on PATH here) is not the
+        ELF machine of the package's binary, and nothing on the node changes."""
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
+        with open(os.path.join(STAGE, "usr/bin/specshim"), "rb") as f:
+            machine = int.from_bytes(f.read(20)[18:20], "little")
+        built = {62: "x86_64", 183: "aarch64"}[machine]
+        other = {"x86_64": "aarch64", "aarch64": "x86_64"}[built]
+        fake_bin = os.path.join(self.tmp, "fake-bin")
+        write(os.path.join(fake_bin, "uname"), f"#!/bin/sh\necho {other}\n", 0o755)
+        r = n.run(env={"PATH": fake_bin + os.pathsep + os.environ["PATH"]}, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"usr/bin/specshim` is built for {built}, but this node is {other} (uname -m)", r.stderr)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"], "nothing is touched")
+        self.assertEqual(read(n.path("/etc/containerd/config.toml")), DEBIAN_CONFIG.encode())
+        self.assertEqual(n.restarts(), 0)
+        # The same node, reporting the binary's own machine, installs.
+        write(os.path.join(fake_bin, "uname"), f"#!/bin/sh\necho {built}\n", 0o755)
+        n.run(env={"PATH": fake_bin + os.pathsep + os.environ["PATH"]})
+        self.assertEqual(read(n.path("/usr/local/bin/specshim")), read(os.path.join(STAGE, "usr/bin/specshim")))
+
+    def test_source_binary_that_is_no_elf_file_is_refused(self):
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
+        source = os.path.join(self.tmp, "source")
+        shutil.copytree(STAGE, source, symlinks=True)
+        write(os.path.join(source, "usr/bin/specshim"), "#!/bin/sh\nexit 0\n", 0o755)
+        n.source = source
+        r = n.run(check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("usr/bin/specshim` is built for no ELF file, but this node is", r.stderr)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"], "nothing is touched")
 
     def test_version_1_config_is_refused(self):
         n = self.node

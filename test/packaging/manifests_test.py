@@ -54,6 +54,25 @@ class ManifestsTest(unittest.TestCase):
                     self.assertIn(key, d, f"{f}: {d.get('kind')}")
                 self.assertRegex(d["metadata"]["name"], r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", f)
 
+    def test_installer_image_installs_the_deb_of_its_own_architecture(self):
+        """Each platform of the multi-arch image (TARGETARCH: amd64, arm64) copies
+        and installs only the .deb of that architecture, named as CPack names it
+        (packaging/CPackConfig.cmake: specshim_<version>_<arch>.deb)."""
+        with open(os.path.join(SOURCE_DIR, "packaging", "kubernetes", "Containerfile")) as f:
+            lines = [l for l in f.read().splitlines() if l and not l.startswith("#")]
+        self.assertRegex(lines[0], r"^FROM ")
+        self.assertIn("ARG TARGETARCH", lines[1:], "an ARG before FROM is not seen by COPY and RUN")
+        debs = re.findall(r"specshim_\S*?\.deb", "\n".join(lines))
+        self.assertTrue(debs)
+        for deb in debs:
+            pattern = deb.replace("${TARGETARCH}", "{arch}")
+            if pattern == "specshim_*.deb":  # the clean-up
+                continue
+            self.assertEqual(pattern, "specshim_*_{arch}.deb", deb)
+            for arch, other in (("amd64", "arm64"), ("arm64", "amd64")):
+                self.assertTrue(glob.fnmatch.fnmatch(f"specshim_0.1.0_{arch}.deb", pattern.format(arch=arch)))
+                self.assertFalse(glob.fnmatch.fnmatch(f"specshim_0.1.0_{other}.deb", pattern.format(arch=arch)))
+
     def test_runtimeclass_selects_the_containerd_handler(self):
         rc = the(load_yaml("runtimeclass.yaml"), "RuntimeClass")
         self.assertEqual(rc["apiVersion"], "node.k8s.io/v1")

@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# deb_architecture.sh BUILD_DIR ARCH MACHINE [EMULATOR...]: packs this build
+# tree's .deb into a temp dir and checks that it is the target's: named
+# specshim_<version>_ARCH.deb, Architecture: ARCH, its specshim an ELF for
+# MACHINE (as `file` names it: "x86-64", "ARM aarch64") and statically
+# linked, its specshim-kubelet helper for MACHINE too, and its specshim runs
+# `--help` (through EMULATOR when given: qemu-aarch64-static in the arm64
+# build, test/README.md).
+set -eu
+build=$1 arch=$2 machine=$3
+shift 3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() {
+  echo "deb_architecture: $*" >&2
+  exit 1
+}
+if ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$out/cpack.log" 2>&1; then
+  cat "$out/cpack.log"
+  exit 1
+fi
+deb=$(find "$out" -maxdepth 1 -name 'specshim_*.deb')
+case $deb in
+  "$out"/specshim_*_"$arch".deb) ;;
+  *) fail "want one specshim_<version>_$arch.deb, cpack wrote: $(basename -a $deb 2>/dev/null | tr '\n' ' ')" ;;
+esac
+got=$(dpkg-deb -f "$deb" Architecture)
+[ "$got" = "$arch" ] || fail "Architecture of $(basename "$deb") is \`$got\`, want \`$arch\`"
+dpkg-deb -x "$deb" "$out/root"
+what=$(file -b "$out/root/usr/bin/specshim")
+echo "usr/bin/specshim: $what"
+case $what in
+  "ELF 64-bit LSB executable, $machine,"*"statically linked"*) ;;
+  *) fail "usr/bin/specshim is not a static $machine executable" ;;
+esac
+helper=$(file -b "$out/root/usr/libexec/specshim/specshim-kubelet")
+echo "usr/libexec/specshim/specshim-kubelet: $helper"
+case $helper in
+  "ELF 64-bit LSB "*", $machine,"*) ;;
+  *) fail "usr/libexec/specshim/specshim-kubelet is not a $machine executable" ;;
+esac
+# --help prints specshim's own commands, then execs the runtime's help: true.
+printf '[runtime]\npath = "/bin/true"\n' >"$out/config.toml"
+help=$(SPECSHIM_CONFIG="$out/config.toml" "$@" "$out/root/usr/bin/specshim" --help)
+case $help in
+  "specshim "*"specshim's own commands"*"dry-run"*) echo "specshim --help ran${1:+ under $*}" ;;
+  *) fail "specshim --help printed: $help" ;;
+esac
