@@ -98,16 +98,17 @@ DeviceList parse_ascend_list(std::string_view value) {
   };
   for (auto item : list_items) {
     std::string bad = cdi::quote(item) + " is not an NPU id, a range of ids (0-3) or a name (Ascend910-0, npu-0)";
-    if (item.rfind("Ascend", 0) == 0 || item.rfind("npu-", 0) == 0) {
-      std::string_view rest = item.substr(item[0] == 'A' ? 6 : 3);
+    bool chip_name = item.rfind("Ascend", 0) == 0;  // Ascend<chip>-N; else npu-N, or an id or range
+    if (chip_name || item.rfind("npu-", 0) == 0) {
+      std::string_view rest = item.substr(chip_name ? 6 : 3);
       auto dash = rest.find('-');
       if (dash == std::string_view::npos) throw Error(bad);
       std::string_view type = rest.substr(0, dash);
       auto id = npu_id(rest.substr(dash + 1));
-      if (!id || (item[0] == 'A' &&
-                  std::find(std::begin(kAscendChips), std::end(kAscendChips), type) == std::end(kAscendChips)))
+      if (!id ||
+          (chip_name && std::find(std::begin(kAscendChips), std::end(kAscendChips), type) == std::end(kAscendChips)))
         throw Error(bad);
-      if (item[0] == 'A') {
+      if (chip_name) {
         if (!chip.empty() && type != chip)
           throw Error(cdi::quote(item) + " names an Ascend" + std::string(type) + " after Ascend" + std::string(chip) +
                       ": one list names one chip type");
