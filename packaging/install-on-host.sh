@@ -1236,8 +1236,6 @@ restart_containerd() {
   sh -c "$RESTART_CMD" || die "restart command failed: $RESTART_CMD"
 }
 
-# preflight refuses a source root that lacks what install copies, before the
-# containerd config changes.
 # elf_machine FILE: the machine an ELF file is built for, named as `uname -m`
 # names it (x86_64, aarch64), else "ELF machine N" or "no ELF file".
 elf_machine() {
@@ -1274,6 +1272,8 @@ check_architecture() {
   done
 }
 
+# preflight refuses a source root that lacks what install copies, before the
+# containerd config changes.
 preflight() {
   local bin="$SOURCE_ROOT/usr/bin/specshim" dst
   dst=$(host "$BINARY_PATH")
