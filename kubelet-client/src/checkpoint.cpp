@@ -20,6 +20,7 @@
 #include <map>
 
 #include "specshim/kubelet/errors.h"
+#include "specshim/kubelet/wire.h"
 
 namespace specshim::kubelet {
 

@@ -3,12 +3,13 @@
 // and a strict base64 decoder: enough to read the checkpoint's AllocResp in
 // the shim without loading protobuf. Checked against bytes made by the real
 // protobuf library in test/unit/kubelet_wire_test.cpp.
+#include "specshim/kubelet/wire.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/errors.h"
 
 namespace specshim::kubelet {

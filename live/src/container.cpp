@@ -1,22 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// A running container's state from its runtime, and nodes and mounts made in
-// its mount namespace by a forked child: the child opens what it needs on the
-// host, setns()es CLONE_NEWNS only (so host root's capabilities apply: the
-// user namespace is never entered), resolves the container path inside the
-// new root and answers over a pipe.
+// Nodes and mounts made in a running container's mount namespace by a forked
+// child: the child opens what it needs on the host, setns()es CLONE_NEWNS
+// only (so host root's capabilities apply: the user namespace is never
+// entered), resolves the container path inside the new root and answers
+// over a pipe.
 #include "specshim/live/container.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,11 +20,10 @@
 #include <cstring>
 #include <functional>
 
+#include "specshim/command.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/spec.h"
-
-extern char** environ;
 
 namespace specshim::live {
 namespace {
@@ -36,97 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kChildTimeout = 10s;
-constexpr std::size_t kMaxOut = 1 << 20;
-constexpr std::size_t kMaxErr = 64 << 10;
-
-std::string q(const std::string& s) {
-  return "`" + s + "`";
-}
-
-pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  bool path = argv[0].find('/') != std::string::npos;  // else looked up in PATH (systemctl)
-  // The child starts with no signal blocked, whatever this process blocks
-  // (reconcile --watch blocks SIGTERM to read it from a signalfd).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  int rc = (path ? ::posix_spawn : ::posix_spawnp)(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw_errno("run " + q(argv[0]), rc);
-  return pid;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-// read_until reads every fd to EOF or until deadline; returns false on timeout.
-bool read_until(std::vector<std::pair<int, std::string*>> fds, std::size_t cap,
-                std::chrono::steady_clock::time_point deadline) {
-  std::vector<pollfd> p;
-  for (auto& [fd, out] : fds) p.push_back({fd, POLLIN, 0});
-  std::size_t open = p.size();
-  char buf[8192];
-  while (open > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    int n = ::poll(p.data(), p.size(), static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t got = ::read(p[i].fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got > 0) {
-        std::string& out = *fds[i].second;
-        if (out.size() < cap) out.append(buf, static_cast<std::size_t>(got));
-      } else {
-        p[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  return true;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-// runtime_message is the runtime's error without logrus decoration: runc
-// prints `time="..." level=error msg="container does not exist"`.
-std::string runtime_message(const std::string& err) {
-  std::string text = trim(err);
-  auto nl = text.rfind('\n');
-  std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
-  auto msg = last.find("msg=\"");
-  if (msg != std::string::npos) {
-    std::string out;
-    for (std::size_t i = msg + 5; i < last.size() && last[i] != '"'; ++i) {
-      if (last[i] == '\\' && i + 1 < last.size()) ++i;
-      out += last[i];
-    }
-    return out;
-  }
-  return last.empty() ? std::string("(no message)") : last;
-}
+constexpr std::size_t kMaxAnswer = 1 << 20;
 
 // ---- the child in the container's mount namespace ----
 
@@ -176,9 +81,9 @@ std::string in_mount_ns(const Process& process,
   }
   wr.reset();
   std::string answer;
-  bool done = read_until({{rd.get(), &answer}}, kMaxOut, std::chrono::steady_clock::now() + kChildTimeout);
+  bool done = read_until({{rd.get(), &answer}}, kMaxAnswer, std::chrono::steady_clock::now() + kChildTimeout);
   if (!done) ::kill(child, SIGKILL);
-  int status = wait_for(child);
+  int status = wait_status(child);
   if (!done) throw Error("no answer from the child in the container within 10 s (killed)");
   if (answer.empty())
     throw Error("the child in the container ended without an answer (status " + std::to_string(status) + ")");
@@ -382,125 +287,6 @@ bool empty_placeholder(const struct stat& st) {
 }
 
 }  // namespace
-
-CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
-  fs::Fd out_rd(out_pipe[0]), out_wr(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
-  fs::Fd err_rd(err_pipe[0]), err_wr(err_pipe[1]);
-  pid_t pid = spawn(argv, out_wr.get(), err_wr.get());
-  out_wr.reset();
-  err_wr.reset();
-  CommandResult r;
-  std::string err;
-  bool done =
-      read_until({{out_rd.get(), &r.out}, {err_rd.get(), &err}}, kMaxOut, std::chrono::steady_clock::now() + timeout);
-  if (!done) ::kill(pid, SIGKILL);
-  int status = wait_for(pid);
-  r.timed_out = !done;
-  r.err = err.substr(0, kMaxErr);
-  r.exit_code = done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-namespace {
-
-// run_runtime runs `RUNTIME [--root ROOT] ARGS...` (no --root when root is empty).
-CommandResult run_runtime(const std::filesystem::path& runtime, const std::string& root,
-                          std::initializer_list<std::string> args) {
-  std::vector<std::string> argv = {runtime.string()};
-  if (!root.empty()) argv.insert(argv.end(), {"--root", root});
-  argv.insert(argv.end(), args);
-  return run_command(argv, 10s);
-}
-
-// state_of reads the fields `state` and each `list` entry share; id when the JSON has none.
-ContainerState state_of(const Json& j, const std::string& id) {
-  ContainerState s;
-  s.id = j.value("id", id);
-  s.status = j.at("status").get<std::string>();
-  s.pid = j.value("pid", 0);
-  s.bundle = j.at("bundle").get<std::string>();
-  return s;
-}
-
-}  // namespace
-
-ContainerState runtime_state(const std::filesystem::path& runtime, const std::string& root, const std::string& id) {
-  std::string what = "container " + q(id);
-  CommandResult r = run_runtime(runtime, root, {"state", id});
-  if (r.timed_out) throw Error(what + ": " + q(runtime.string() + " state") + " did not answer within 10 s");
-  if (r.exit_code != 0) throw Error(what + ": " + runtime.filename().string() + " state: " + runtime_message(r.err));
-  try {
-    ContainerState s = state_of(Json::parse(r.out), id);
-    if (s.bundle.empty() || !s.bundle.is_absolute()) throw Error("bundle " + q(s.bundle.string()) + " is not absolute");
-    return s;
-  } catch (const Error& e) {
-    throw Error(what + ": " + runtime.filename().string() + " state: " + e.what());
-  } catch (const std::exception& e) {
-    throw Error(what + ": " + runtime.filename().string() + " state printed no state: " + json_cause(e));
-  }
-}
-
-std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, const std::string& root) {
-  std::string what = q(runtime.filename().string() + " list");
-  CommandResult r = run_runtime(runtime, root, {"list", "--format", "json"});
-  if (r.timed_out) throw Error(what + " did not answer within 10 s");
-  if (r.exit_code != 0) throw Error(what + ": " + runtime_message(r.err));
-  std::vector<ContainerState> out;
-  try {
-    Json j = Json::parse(r.out);
-    if (j.is_null()) return out;  // runc prints null when it knows no container
-    for (const auto& c : j) out.push_back(state_of(c, c.at("id").get<std::string>()));
-  } catch (const std::exception& e) {
-    throw Error(what + " printed no container list: " + json_cause(e));
-  }
-  return out;
-}
-
-void require_live(const ContainerState& state) {
-  if (state.status != "created" && state.status != "running")
-    throw Error("container " + q(state.id) + " is " + state.status + ", not created or running");
-  if (state.pid <= 0) throw Error("container " + q(state.id) + " has no process");
-}
-
-bool Process::alive() const {
-  if (!fd_) return false;
-  pollfd p{*fd_, POLLIN, 0};
-  int n = ::poll(&p, 1, 0);
-  return n == 0;  // readable (or an error): it has exited
-}
-
-void Process::require_alive() const {
-  if (!alive()) throw Error("the container's process (pid " + std::to_string(pid_) + ") has exited");
-}
-
-Process pin(const std::filesystem::path& runtime, const std::string& root, const ContainerState& state) {
-  std::string what = "container " + q(state.id);
-  long fd = ::syscall(SYS_pidfd_open, state.pid, 0);
-  if (fd < 0) throw_errno(what + ": pidfd_open of its process " + std::to_string(state.pid));
-  Process p;
-  p.pid_ = state.pid;
-  p.fd_ = std::shared_ptr<const int>(new int(static_cast<int>(fd)), [](const int* f) {
-    ::close(*f);
-    delete f;
-  });
-  ContainerState again = runtime_state(runtime, root, state.id);
-  if (again.pid != state.pid || (again.status != "created" && again.status != "running") || !p.alive())
-    throw Error(what + ": its process changed while it was looked up (pid " + std::to_string(state.pid) + ", now " +
-                again.status + " with pid " + std::to_string(again.pid) + ")");
-  return p;
-}
-
-bool has_own_user_namespace(pid_t pid) {
-  struct stat mine {
-  }, theirs{};
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/user";
-  if (::stat("/proc/self/ns/user", &mine) != 0) throw_errno("stat `/proc/self/ns/user`");
-  if (::stat(path.c_str(), &theirs) != 0) throw_errno("stat " + q(path));
-  return mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino;
-}
 
 std::string check_container_path(const std::string& path) {
   if (path.empty() || path[0] != '/') return "must be an absolute path";

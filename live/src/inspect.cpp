@@ -17,10 +17,6 @@ namespace {
 
 namespace sfs = std::filesystem;
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);

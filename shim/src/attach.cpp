@@ -16,10 +16,6 @@ namespace {
 
 using namespace attach;
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 // ---- the command line ----
 
 struct Common {

@@ -14,10 +14,6 @@
 namespace specshim::shim::attach {
 namespace {
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 template <typename T>
 T get(const Json& j, const char* key, const std::string& where) {
   return json_field<T>(j, key, where);

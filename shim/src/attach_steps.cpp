@@ -18,13 +18,14 @@
 #include <set>
 
 #include "attach.h"
-#include "host_device.h"
 #include "pipeline.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/cdi.h"
+#include "specshim/command.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/host_device.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
@@ -35,10 +36,6 @@ namespace {
 
 namespace sfs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
 
 void write_record(const Target& t, const Record& r) {
   fs::write_file_atomic(t.state.bundle, kRecordFile, record_json(r), 0644);
@@ -103,7 +100,7 @@ void run_systemctl(const live::SystemdRequest& req) {
     std::cerr << "specshim: systemd unit " << q(req.unit) << ": rule " << q(rule)
               << " has no DeviceAllow= form; a daemon-reload will not restore it\n";
   auto argv = req.systemctl_argv();
-  live::CommandResult r = live::run_command(argv, 10s);
+  CommandResult r = run_command(argv, 10s);
   if (r.timed_out) throw Error("systemctl set-property " + q(req.unit) + ": no answer within 10 s");
   if (r.exit_code != 0)
     throw Error("systemctl set-property " + q(req.unit) + ": " + (r.err.empty() ? "failed" : r.err));

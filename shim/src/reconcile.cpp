@@ -23,13 +23,13 @@
 #include <set>
 
 #include "attach.h"
-#include "host_device.h"
 #include "pipeline.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/host_device.h"
 #include "specshim/hotplug.h"
 #include "specshim/modifier.h"
 #include "specshim/nvidia_gpus.h"
@@ -42,10 +42,6 @@ namespace {
 
 namespace sfs = std::filesystem;
 using namespace attach;
-
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
 
 struct Options {
   std::string root;

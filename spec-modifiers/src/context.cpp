@@ -20,4 +20,16 @@ ContainerKind kind_of(const Spec& spec) {
   return ContainerKind::unknown;
 }
 
+const char* feed_name(Feed feed) {
+  switch (feed) {
+    case Feed::grants:
+      return "the device plugins' grants";
+    case Feed::device_requests:
+      return "the device requests";
+    case Feed::cdi_origins:
+      return "the origins of handed-over CDI names";
+  }
+  return "?";
+}
+
 }  // namespace specshim

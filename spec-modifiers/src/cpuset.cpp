@@ -344,10 +344,8 @@ namespace specshim {
 std::unique_ptr<Modifier> make_cpuset(config::Section& s, Shared& shared) {
   auto config = cpuset::read_config(s, shared.kubelet_keys);
   if (!config) return nullptr;
-  kubelet::ClientOptions options{config->kubelet_root};
-  auto session = shared.kubelet.session(config->kubelet_root, config->budget,
-                                        [options] { return kubelet::make_helper_client(options); });
-  return std::make_unique<cpuset::Cpuset>(std::move(*config), std::move(session));
+  return std::make_unique<cpuset::Cpuset>(std::move(*config),
+                                          shared.kubelet.helper_session(config->kubelet_root, config->budget));
 }
 
 }  // namespace specshim

@@ -565,11 +565,9 @@ namespace specshim {
 std::unique_ptr<Modifier> make_device_plugin(config::Section& s, Shared& shared) {
   auto config = device_plugin::read_config(s, shared.kubelet_keys);
   if (!config) return nullptr;
-  kubelet::ClientOptions options{config->kubelet_root};
-  auto session = shared.kubelet.session(config->kubelet_root, config->budget,
-                                        [options] { return kubelet::make_helper_client(options); });
-  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config), std::move(session),
-                                                       device_plugin::stat_host_node, shared.voided_env);
+  return std::make_unique<device_plugin::DevicePlugin>(
+      std::move(*config), shared.kubelet.helper_session(config->kubelet_root, config->budget),
+      device_plugin::stat_host_node, shared.voided_env);
 }
 
 }  // namespace specshim

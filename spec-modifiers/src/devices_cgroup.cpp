@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <bitset>
 
-#include "host_device.h"
 #include "specshim/device_rules.h"
 #include "specshim/error.h"
+#include "specshim/host_device.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 #include "specshim/userns.h"

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "cdi_internal.h"
+#include "cdi/cdi_internal.h"
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
@@ -140,16 +140,8 @@ DeviceList parse_list(Grammar grammar, std::string_view value) {
 }
 
 std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::string_view env) {
-  const Json* all = spec.find({"process", "env"});
-  if (!all || !all->is_array()) return std::nullopt;
-  std::string prefix = std::string(env) + "=";
-  for (auto it = all->rbegin(); it != all->rend(); ++it) {
-    if (!it->is_string() || it->get_ref<const std::string&>().rfind(prefix, 0) != 0) continue;
-    std::string value = it->get_ref<const std::string&>().substr(prefix.size());
-    if (grammar == Grammar::ascend && items(value).empty()) continue;
-    return value;
-  }
-  return std::nullopt;
+  if (grammar != Grammar::ascend) return spec.env(env);
+  return spec.env(env, [](std::string_view value) { return !items(value).empty(); });
 }
 
 // kVendors: the variables whose runtime specshim knows.
@@ -481,11 +473,7 @@ struct EnvDevices::State {
 };
 
 EnvDevices::EnvDevices(std::vector<Entry> entries, KubeletSessions& sessions) : state_(std::make_unique<State>()) {
-  for (const auto& e : entries) {
-    kubelet::ClientOptions options{e.kubelet_root};
-    state_->sessions.push_back(
-        sessions.session(e.kubelet_root, e.budget, [options] { return kubelet::make_helper_client(options); }));
-  }
+  for (const auto& e : entries) state_->sessions.push_back(sessions.helper_session(e.kubelet_root, e.budget));
   state_->entries = std::move(entries);
 }
 

@@ -23,10 +23,6 @@
 namespace specshim::hotplug {
 namespace {
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 class Hotplug : public Modifier {
  public:
   // bound is set when [hotplug] bound = "pod-allocation": the sources of the
@@ -35,6 +31,7 @@ class Hotplug : public Modifier {
           pod_allocation::PodResourcesLookup lookup = nullptr)
       : config_(std::move(c)), cdi_on_(std::move(cdi_on)), bound_(std::move(bound)), lookup_(std::move(lookup)) {}
   std::string_view name() const override { return "hotplug"; }
+  Feeds feeds() const override { return {.produces = {Feed::device_requests}}; }
 
   void apply(Spec& spec, Context& ctx) override {
     if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
@@ -194,9 +191,7 @@ std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared)
   if (c.bound == hotplug::Bound::none) return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
   if (!shared.root) section.fail("bound", "needs the whole config (the resources it binds)");
   pod_allocation::Sources sources = pod_allocation::read_sources(*shared.root, c.proc);
-  kubelet::ClientOptions options{sources.kubelet_root};
-  auto session = shared.kubelet.session(sources.kubelet_root, sources.budget,
-                                        [options] { return kubelet::make_helper_client(options); });
+  auto session = shared.kubelet.helper_session(sources.kubelet_root, sources.budget);
   auto lookup = [session](const std::string& ns, const std::string& name) { return session->pod_resources(ns, name); };
   return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on, std::move(sources), std::move(lookup));
 }

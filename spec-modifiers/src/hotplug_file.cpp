@@ -15,20 +15,16 @@
 #include <limits>
 #include <map>
 
-#include "document_fields.h"
-#include "host_device.h"
+#include "cdi/document_fields.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/host_device.h"
 #include "specshim/hotplug.h"
 #include "specshim/spec.h"
 
 namespace specshim::hotplug {
 namespace {
-
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
 
 // ---- the desired-state file ----
 

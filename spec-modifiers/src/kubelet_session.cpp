@@ -51,6 +51,12 @@ std::shared_ptr<KubeletSession> KubeletSessions::session(const std::filesystem::
   return s;
 }
 
+std::shared_ptr<KubeletSession> KubeletSessions::helper_session(const std::filesystem::path& root,
+                                                                std::chrono::milliseconds budget) {
+  kubelet::ClientOptions options{root};
+  return session(root, budget, [options] { return kubelet::make_helper_client(options); });
+}
+
 namespace {
 
 void read_root(config::Section& s, std::string_view key, std::filesystem::path& kubelet_root) {

@@ -12,6 +12,7 @@
 #include <cctype>
 
 #include "specshim/cdi.h"
+#include "specshim/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
@@ -21,10 +22,6 @@
 
 namespace specshim::pod_allocation {
 namespace {
-
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -19,6 +19,21 @@ std::unique_ptr<Modifier> alone(config::Section& section, Shared&) {
   return make(section);
 }
 
+// feed_order_problem says which modifier would read a part of the context
+// (Feed) before a later one writes it, or "" when none does.
+std::string feed_order_problem(const std::vector<std::unique_ptr<Modifier>>& chain) {
+  for (std::size_t reader = 0; reader < chain.size(); ++reader)
+    for (Feed feed : chain[reader]->feeds().consumes)
+      for (std::size_t writer = reader + 1; writer < chain.size(); ++writer) {
+        const auto& produces = chain[writer]->feeds().produces;
+        if (std::find(produces.begin(), produces.end(), feed) == produces.end()) continue;
+        std::string r(chain[reader]->name()), w(chain[writer]->name());
+        return "`" + r + "` reads " + feed_name(feed) + " that `" + w + "` makes, but runs before it: list `" + w +
+               "` before `" + r + "`";
+      }
+  return "";
+}
+
 }  // namespace
 
 const std::vector<ModifierEntry>& registry() {
@@ -80,6 +95,10 @@ Chain build_chain(config::Section& root) {
   std::stable_sort(modifiers.begin(), modifiers.end(), [&](auto& a, auto& b) {
     return std::find(order.begin(), order.end(), a->name()) < std::find(order.begin(), order.end(), b->name());
   });
+  if (std::string problem = feed_order_problem(modifiers); !problem.empty()) {
+    if (auto chain = root.table("chain")) chain->fail("order", problem);
+    throw Error("the default chain order: " + problem);  // a bug in registry()
+  }
   return Chain(std::move(modifiers), static_cast<int>(max_passes));
 }
 

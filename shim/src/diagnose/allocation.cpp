@@ -22,10 +22,6 @@
 namespace specshim::shim::diagnose {
 namespace {
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 // check_cdi_names judges CDI names the kubelet handed over (a plugin's
 // CDIDevices, a DRA claim's devices) by their nodes: CRI passes them in its
 // CDIDevices field and containerd injects them without an annotation, so

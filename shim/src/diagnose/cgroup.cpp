@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "diagnose/diagnose.h"
+#include "specshim/command.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/live/device_rules.h"
@@ -20,10 +21,6 @@ namespace specshim::shim::diagnose {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
 
 // allows decides the whole request at once, as the kernel decides an
 // open(O_RDWR): one exception must hold every letter of it. That is the
@@ -152,9 +149,9 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
 
 void check_systemd(const Container& c, const Device& d, Report& r, std::string_view layer) {
   const std::string& unit = c.cgroups.systemd_unit;
-  live::CommandResult out;
+  CommandResult out;
   try {
-    out = live::run_command({"systemctl", "show", "--property=DeviceAllow", "--value", unit}, 5s);
+    out = run_command({"systemctl", "show", "--property=DeviceAllow", "--value", unit}, 5s);
   } catch (const Error& e) {
     r.add(layer, d.path, Status::warn, "systemd unit " + q(unit) + ": " + e.what(), "");
     return;

@@ -15,10 +15,6 @@ namespace sfs = std::filesystem;
 
 constexpr std::size_t kMaxSpecBytes = 64 << 20;
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 std::string annotation(const Spec& spec, std::string_view key) {
   return spec.annotation(key).value_or("");
 }

@@ -24,10 +24,6 @@ namespace specshim::shim {
 namespace diagnose {
 namespace {
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 Setup read_setup(const Options& o) {
   auto doc = config::Document::load(o.config_file);
   auto root = doc.root();

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "diagnose/diagnose.h"
-#include "passwd.h"
 #include "specshim/error.h"
+#include "specshim/passwd.h"
 
 namespace specshim::shim::diagnose {
 namespace {

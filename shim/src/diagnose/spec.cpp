@@ -12,10 +12,6 @@
 namespace specshim::shim::diagnose {
 namespace {
 
-std::string q(std::string_view s) {
-  return "`" + std::string(s) + "`";
-}
-
 // runc makes these itself (runc_default_rules); a spec entry for them is no device of the workload's.
 bool runc_default(const std::string& path) {
   static const std::set<std::string> defaults = {"/dev/null",    "/dev/zero", "/dev/full", "/dev/random",

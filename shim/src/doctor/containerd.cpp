@@ -111,7 +111,7 @@ Containerd find_containerd(const Host& host) {
   Containerd c;
   c.binary = host_which(host, "containerd").string();
   if (c.binary.empty()) return c;
-  Output out = run_command({c.binary, "--version"}, 5000);
+  Output out = probe({c.binary, "--version"});
   if (out.exit_code != 0) {
     c.problem = "`" + c.binary + " --version` failed (exit " + std::to_string(out.exit_code) + ")";
     return c;

@@ -100,13 +100,15 @@ std::string count(std::size_t n, std::string_view noun);
 // empty on success, else why not ("connection refused").
 std::string connect_unix(const std::filesystem::path& socket);
 
-// Output is what a command printed (stdout and stderr together).
+// Output is what a probe command printed (stdout and stderr together).
 struct Output {
   int exit_code = -1;  // -1: killed or did not start
   std::string text;
 };
 
-// run_command runs argv without a shell, waiting at most timeout_ms.
-Output run_command(const std::vector<std::string>& argv, int timeout_ms);
+// probe runs argv (run_command, stderr merged) for a check, waiting at most
+// 5 s: a command that does not start or answer reads as exit -1, with why in
+// its text.
+Output probe(const std::vector<std::string>& argv);
 
 }  // namespace specshim::shim::doctor

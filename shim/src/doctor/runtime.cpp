@@ -31,7 +31,7 @@ Check check_runtime(const Loaded& loaded) {
     c.add(Status::fail, describe(e));
     return c;
   }
-  Output version = run_command({path, "--version"}, 5000);
+  Output version = probe({path, "--version"});
   if (version.exit_code != 0) {
     c.add(Status::fail,
           "`" + path + " --version` failed (exit " + std::to_string(version.exit_code) + "): " + version.text);

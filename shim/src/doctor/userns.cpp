@@ -71,7 +71,7 @@ void check_runtime_features(const Loaded& loaded, Check& c) {
   } catch (const std::exception&) {
     return;  // the runtime check reports it
   }
-  Output out = run_command({path, "features"}, 5000);
+  Output out = probe({path, "features"});
   nlohmann::json f = nlohmann::json::parse(out.text, nullptr, false);
   if (out.exit_code != 0 || !f.is_object()) {
     c.add(Status::info, "`" + path +

@@ -201,6 +201,7 @@ class DevicePlugin final : public Modifier {
   ~DevicePlugin() override;
 
   std::string_view name() const override { return "device-plugin"; }
+  Feeds feeds() const override { return {.produces = {Feed::grants, Feed::cdi_origins}}; }
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override;
 

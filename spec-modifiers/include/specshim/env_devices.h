@@ -146,6 +146,7 @@ class EnvDevices final : public Modifier {
   ~EnvDevices() override;
 
   std::string_view name() const override { return "env-devices"; }
+  Feeds feeds() const override { return {.produces = {Feed::device_requests}, .consumes = {Feed::grants}}; }
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override;
   bool idempotent() const override { return true; }

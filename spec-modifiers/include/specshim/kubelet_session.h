@@ -65,6 +65,9 @@ class KubeletSessions {
   // only by the call that makes it.
   std::shared_ptr<KubeletSession> session(const std::filesystem::path& root, std::chrono::milliseconds budget,
                                           KubeletClientFactory make_client);
+  // helper_session is session with the client every modifier uses on a
+  // node: the specshim-kubelet helper for root, started when first needed.
+  std::shared_ptr<KubeletSession> helper_session(const std::filesystem::path& root, std::chrono::milliseconds budget);
 
  private:
   std::map<std::pair<std::string, std::chrono::milliseconds::rep>, std::shared_ptr<KubeletSession>> sessions_;

@@ -123,6 +123,24 @@ inline constexpr CriKeys kCriKeys[] = {
 // kind_of reads the container kind from containerd's or CRI-O's annotations.
 ContainerKind kind_of(const Spec& spec);
 
+// Feed is a part of the Context that modifiers pass on to each other: one
+// fills it in, a later one reads it. The chain runs a modifier again only
+// when the spec changed, never for the context, so a reader placed before
+// its writer would never see what was written: build_chain refuses such an
+// order, naming both.
+enum class Feed {
+  grants,           // Context::grants: device-plugin writes, env-devices reads
+  device_requests,  // Context::device_requests: env-devices and hotplug write, cdi reads
+  cdi_origins,      // Context::cdi_origins: device-plugin writes, cdi reads
+};
+// feed_name is how a message names it: "the device requests".
+const char* feed_name(Feed feed);
+// Feeds is what a modifier writes to and reads from the context.
+struct Feeds {
+  std::vector<Feed> produces = {};
+  std::vector<Feed> consumes = {};
+};
+
 // Modifier changes a spec for one concern. Contract:
 //  - apply converges: run on its own output it changes nothing, or moves on
 //    towards a fixed point the chain reaches in a few passes (device-plugin
@@ -145,6 +163,9 @@ class Modifier {
   // context, never changes anything. The chain does not run such a modifier
   // again while nothing changed since it last ran.
   virtual bool idempotent() const { return false; }
+  // feeds declares the parts of the Context this modifier writes and reads
+  // (Feed); build_chain orders nothing by it, it refuses a wrong order.
+  virtual Feeds feeds() const { return {}; }
 };
 
 }  // namespace specshim

@@ -1,85 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// A running container as the low-level runtime sees it, and making or
-// removing device nodes and bind mounts inside it: in its mount namespace
-// only, never its user namespace.
+// Making or removing device nodes and bind mounts inside a running container:
+// in its mount namespace only, never its user namespace.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cstdint>
-#include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "specshim/live/cgroup_devices.h"
+#include "specshim/live/process.h"
 
 namespace specshim::live {
-
-// CommandResult is how a command ended and what it printed.
-struct CommandResult {
-  int exit_code = -1;  // exit status; -1 when killed or not started
-  bool timed_out = false;
-  std::string out;  // stdout (at most 1 MiB)
-  std::string err;  // stderr (at most 64 KiB)
-};
-// run_command runs argv[0] (a path, or a name looked up in PATH) with argv, stdin from /dev/null, and
-// kills it when it has not finished within timeout. Throws Error when it
-// cannot be started.
-CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
-
-// ContainerState is what `<runtime> --root ROOT state ID` says.
-struct ContainerState {
-  std::string id;
-  std::string status;  // "created", "running", "stopped", "paused"
-  pid_t pid = 0;
-  std::filesystem::path bundle;
-};
-// runtime_state runs the runtime's `state` (without --root when root is
-// empty) and parses its JSON. Throws Error naming the container and quoting
-// the runtime's own message.
-ContainerState runtime_state(const std::filesystem::path& runtime, const std::string& root, const std::string& id);
-
-// runtime_list runs the runtime's `list --format json` (without --root when
-// root is empty): every container it knows, in its order. Throws Error
-// quoting the runtime's own message.
-std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, const std::string& root);
-
-// require_live throws Error naming the container unless it is created or
-// running (a stopped container has no namespaces to enter).
-void require_live(const ContainerState& state);
-
-// Process is a container's init process held by a pidfd, so that the pid,
-// once the kernel hands it to another process, cannot be mistaken for the
-// container's: every entry into its namespaces opens /proc/PID/ns/* first
-// and then checks that the pidfd's process is still alive (then those are
-// its namespaces). Copies share the pidfd.
-class Process {
- public:
-  Process() = default;
-  pid_t pid() const { return pid_; }
-  // alive reports whether the process has not exited (the pidfd polls readable when it has).
-  bool alive() const;
-  // require_alive throws Error naming the pid when it has exited.
-  void require_alive() const;
-
- private:
-  friend Process pin(const std::filesystem::path&, const std::string&, const ContainerState&);
-  pid_t pid_ = 0;
-  std::shared_ptr<const int> fd_;  // the pidfd, closed with the last copy
-};
-
-// pin opens a pidfd for state.pid, then asks the runtime's state again: the
-// pidfd holds the container's process when the runtime still names that pid
-// and the container is created or running (runc checks the pid's start time
-// against its own record, so a reused pid reads as stopped). Throws Error
-// naming the container otherwise.
-Process pin(const std::filesystem::path& runtime, const std::string& root, const ContainerState& state);
-
-// has_own_user_namespace reports whether pid is in another user namespace
-// than this process (/proc/PID/ns/user against /proc/self/ns/user).
-bool has_own_user_namespace(pid_t pid);
 
 // NodeRequest is one node to make at container_path (absolute, inside the
 // container's root as its processes see it).

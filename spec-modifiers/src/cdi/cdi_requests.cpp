@@ -11,8 +11,8 @@
 #include <set>
 
 #include "cdi_internal.h"
-#include "host_device.h"
 #include "specshim/error.h"
+#include "specshim/host_device.h"
 #include "specshim/log.h"
 
 namespace specshim::cdi {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "host_device.h"
+#include "specshim/host_device.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

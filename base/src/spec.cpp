@@ -243,13 +243,15 @@ std::string Spec::serialize() const {
   }
 }
 
-std::optional<std::string> Spec::env(std::string_view key) const {
+std::optional<std::string> Spec::env(std::string_view key, bool (*counts)(std::string_view value)) const {
   const Json* env = find({"process", "env"});
   if (!env || !env->is_array()) return std::nullopt;
   std::string prefix = std::string(key) + "=";
-  for (auto it = env->rbegin(); it != env->rend(); ++it)
-    if (it->is_string() && it->get_ref<const std::string&>().rfind(prefix, 0) == 0)
-      return it->get_ref<const std::string&>().substr(prefix.size());
+  for (auto it = env->rbegin(); it != env->rend(); ++it) {
+    if (!it->is_string() || it->get_ref<const std::string&>().rfind(prefix, 0) != 0) continue;
+    std::string_view value = std::string_view(it->get_ref<const std::string&>()).substr(prefix.size());
+    if (!counts || counts(value)) return std::string(value);
+  }
   return std::nullopt;
 }
 

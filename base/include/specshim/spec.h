@@ -52,8 +52,10 @@ class Spec {
   // annotation returns annotations[key] when it is a string.
   std::optional<std::string> annotation(std::string_view key) const;
   // env returns the value of the last `key=` entry of process.env: the one
-  // the process gets (runc and NVIDIA's toolkit read it so).
-  std::optional<std::string> env(std::string_view key) const;
+  // the process gets (runc and NVIDIA's toolkit read it so). With counts,
+  // the last entry whose value counts is taken instead (an Ascend list
+  // skips a blank last entry).
+  std::optional<std::string> env(std::string_view key, bool (*counts)(std::string_view value) = nullptr) const;
 
   // Small typed accessors for the places many modifiers touch. They create
   // intermediate objects/arrays on demand and throw Error when an existing

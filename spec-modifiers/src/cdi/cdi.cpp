@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "cdi_internal.h"
-#include "host_device.h"
 #include "specshim/cdi_cache.h"
 #include "specshim/error.h"
+#include "specshim/host_device.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 #include "specshim/userns.h"
@@ -370,6 +370,7 @@ class Cdi : public Modifier {
   }
 
   std::string_view name() const override { return "cdi"; }
+  Feeds feeds() const override { return {.consumes = {Feed::device_requests, Feed::cdi_origins}}; }
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {

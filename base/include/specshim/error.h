@@ -56,6 +56,11 @@ std::string cap_message(std::string_view msg, std::size_t max = kMessageMax);
 // ("..." marks the cut).
 std::string shown(std::string_view s);
 
+// q puts a name in backticks for a message: q("/etc/passwd") is "`/etc/passwd`".
+inline std::string q(std::string_view s) {
+  return "`" + std::string(s) + "`";
+}
+
 // contains_control reports whether s has any byte < 0x20 or 0x7f.
 bool contains_control(std::string_view s);
 
