@@ -66,13 +66,9 @@ std::string run_as_uid(Containerd& c, const std::string& pod_name, const std::st
 }
 
 // The specshim config every case starts from: CDI specs from the fixture
-// once the CDI modifier exists (its default dirs are the node's).
-std::string base_config([[maybe_unused]] Containerd& c) {
-#ifdef E2E_HAVE_CDI
+// (the CDI modifier's default dirs are the node's).
+std::string base_config(Containerd& c) {
   return cdi_fixture(c);
-#else
-  return "";
-#endif
 }
 
 }  // namespace

@@ -14,19 +14,9 @@
 
 #include "containerd_harness.h"
 
-// Cases that need a modifier compile in once its source exists
-// (E2E_HAVE_<MODIFIER>, test/e2e/CMakeLists.txt); until then their tag
-// hides them and ctest does not register them.
-#ifdef E2E_HAVE_PASSWD
+// The tags of the cases that exercise the passwd and cdi modifiers.
 #define PASSWD_TAGS "[passwd]"
-#else
-#define PASSWD_TAGS "[.pending-passwd]"
-#endif
-#ifdef E2E_HAVE_CDI
 #define CDI_TAGS "[cdi]"
-#else
-#define CDI_TAGS "[.pending-cdi]"
-#endif
 
 namespace specshim::e2e {
 

@@ -61,11 +61,7 @@ TEST_CASE("CRI: a hostUsers: false pod running as uid 10001 resolves its name (p
   setup.cni = true;
   setup.userns = true;
   Containerd c(setup);
-#ifdef E2E_HAVE_CDI
   c.set_specshim_config(cdi_fixture(c));
-#else
-  c.set_specshim_config();
-#endif
   auto sandbox = c.pod_config("userns-pod");
   set_userns(*sandbox.mutable_linux()->mutable_security_context()->mutable_namespace_options());
   Pod pod(c, sandbox);  // the sandbox runs on every tier
@@ -145,9 +141,7 @@ TEST_CASE("CRI: a hostUsers: false pod running as uid 10001 resolves its name (p
   INFO(log << c.diagnostics());
   CHECK_THAT(log, Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: uid_map=" + expected_uid_map() +
                                     "\nstdout: user10001:x:10001:0:"));
-#ifdef E2E_HAVE_CDI
   if (with_device) CHECK_THAT(log, Catch::EndsWith("\nstdout:  00 00 00 00\nstdout: node-opens\nstdout: done\n"));
-#endif
   CHECK_THAT(c.specshim_log(), Catch::Contains("create " + id + ": "));
 
   // config.json as specshim left it for runc: the user namespace (1.7: the

@@ -10,6 +10,7 @@
 
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/errors.h"
+#include "specshim/kubelet/wire.h"
 
 using namespace specshim::kubelet;
 

@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "passwd.h"
 #include "specshim/error.h"
+#include "specshim/passwd.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -20,6 +20,7 @@
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
+#include "verb_error.h"
 
 namespace fs = std::filesystem;
 using namespace specshim::test;
@@ -38,14 +39,6 @@ struct Host : HostDevice {
     write_file(config, "[runtime]\npath = \"/usr/sbin/runc\"\n\n[cdi]\nspec-dirs = [\"" + cdi.string() + "\"]\n");
   }
 };
-
-// one_line: a failed verb says why in exactly one line on stderr.
-void one_line_error(const ProcessResult& r, const std::string& want) {
-  INFO(r.err);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Contains(want));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 }  // namespace
 

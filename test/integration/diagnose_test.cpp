@@ -20,6 +20,7 @@
 #include "specshim/live/device_rules.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
+#include "verb_error.h"
 
 namespace fs = std::filesystem;
 using namespace specshim::test;
@@ -52,10 +53,7 @@ void accel(BusyboxBundle& b) {
 // inspect_error: diagnose could not inspect the container (exit 2), and says
 // why in one line on stderr.
 void inspect_error(const ProcessResult& r, const std::string& want) {
-  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains(want));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  one_line_error(r, want, 2);
 }
 
 // Sysfs is a fake sysfs tree (--sysfs) with IOMMU group 7 holding PCI

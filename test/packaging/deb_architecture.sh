@@ -1,14 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# deb_architecture.sh BUILD_DIR ARCH MACHINE [EMULATOR...]: packs this build
-# tree's .deb into a temp dir and checks that it is the target's: named
+# deb_architecture.sh DEB_DIR ARCH MACHINE [EMULATOR...]: checks that the .deb
+# deb_pack.sh packed from this build tree into DEB_DIR is the target's: named
 # specshim_<version>_ARCH.deb, Architecture: ARCH, its specshim an ELF for
 # MACHINE (as `file` names it: "x86-64", "ARM aarch64") and statically
 # linked, its specshim-kubelet helper for MACHINE too, and its specshim runs
 # `--help` (through EMULATOR when given: qemu-aarch64-static in the arm64
 # build, test/README.md).
 set -eu
-build=$1 arch=$2 machine=$3
+debs=$1 arch=$2 machine=$3
 shift 3
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -16,13 +16,9 @@ fail() {
   echo "deb_architecture: $*" >&2
   exit 1
 }
-if ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$out/cpack.log" 2>&1; then
-  cat "$out/cpack.log"
-  exit 1
-fi
-deb=$(find "$out" -maxdepth 1 -name 'specshim_*.deb')
+deb=$(find "$debs" -maxdepth 1 -name 'specshim_*.deb')
 case $deb in
-  "$out"/specshim_*_"$arch".deb) ;;
+  "$debs"/specshim_*_"$arch".deb) ;;
   *) fail "want one specshim_<version>_$arch.deb, cpack wrote: $(basename -a $deb 2>/dev/null | tr '\n' ' ')" ;;
 esac
 got=$(dpkg-deb -f "$deb" Architecture)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
-#include "host_device.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/host_device.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -58,6 +58,19 @@ TEST_CASE("config chain order rejects unknown modifiers") {
   REQUIRE_THROWS_WITH(build_chain(root), Catch::Contains("unknown modifier `nope`"));
 }
 
+TEST_CASE("config chain order refuses a modifier before the one whose requests it reads") {
+  const std::string entry = "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n";
+  auto wrong = config::Document::parse("[chain]\norder = [\"cdi\", \"env-devices\"]\n" + entry, "c.toml");
+  auto root = wrong.root();
+  REQUIRE_THROWS_WITH(build_chain(root),
+                      Catch::Contains("`chain.order`") &&
+                          Catch::Contains("`cdi` reads the device requests that `env-devices` makes, but runs before "
+                                          "it: list `env-devices` before `cdi`"));
+  auto right = config::Document::parse("[chain]\norder = [\"env-devices\", \"cdi\"]\n" + entry, "c.toml");
+  auto root2 = right.root();
+  REQUIRE_NOTHROW(build_chain(root2));
+}
+
 TEST_CASE("config arrays of tables get indexed names") {
   auto doc = config::Document::parse("[[r]]\nname = \"a\"\n[[r]]\nname = 1\n", "c.toml");
   auto root = doc.root();

@@ -8,6 +8,7 @@
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/errors.h"
 #include "specshim/kubelet/json.h"
+#include "specshim/kubelet/wire.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -2,7 +2,7 @@
 // passwd modifier: the pure pieces (line parse/format, "present", names,
 // fields, templates, the writable rule) and the modifier on temp rootfses for
 // what golden cases cannot hold (file modes, owners, FIFOs, devices, sizes).
-#include "passwd.h"
+#include "specshim/passwd.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
