@@ -110,6 +110,7 @@ extra_pairs+=(
   'pair "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" "$(floor_cmd "$work/passwd-cdi2")" "$create_pc"'
 )
 extra_rss+=(
+  'rss_row "create, 2 CDI devices from one NVIDIA-sized YAML spec" "$work/cdi-1.toml" "$restore_cdi2" $(create_cmd "$work/cdi2")'
   'rss_row "create, passwd + 2 CDI devices (50 spec files)" "$work/cdi-50.toml" "$restore_pc" $create_pc'
 )
 
@@ -144,9 +145,17 @@ extra_cases+=(
 extra_rows+=(
   'row "create, 2 devices from ACCEL_VISIBLE_DEVICES=0,1, checkpoint (201 entries) read, same spec → fake" create-env2 fake'
 )
-extra_pairs+=(
-  'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
-)
+# Against another build (bench.sh --against) the env list's create runs with
+# both builds; otherwise it is set against the same devices by annotation.
+if [ -n "$against" ]; then
+  extra_pairs+=(
+    'pair "create, 2 devices from an env list + checkpoint (201 entries)" "$work/ev.toml" "$restore_ev2" "$(floor_cmd "$work/ev2")" "$(create_cmd "$work/ev2")"'
+  )
+else
+  extra_pairs+=(
+    'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
+  )
+fi
 
 # hotplug: a 100-entry desired-state file whose last entry selects this
 # pod's container (default/bench-pod/main) and gives it /dev/null at
