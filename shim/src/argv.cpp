@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "specshim/error.h"
+
 namespace specshim::shim {
 namespace {
 
@@ -199,6 +201,14 @@ RuncArgs parse_runc_args(const std::vector<std::string>& argv) {
   if (out.subcommand == "create" || out.subcommand == "run" || out.subcommand == "restore")
     parse_command_args(argv, i + 1, out);
   return out;
+}
+
+std::filesystem::path absolute_bundle(const std::optional<std::string>& bundle) {
+  std::error_code ec;
+  std::filesystem::path p = bundle ? std::filesystem::path(*bundle) : std::filesystem::current_path(ec);
+  if (ec) throw Error("find bundle: cannot read the current directory: " + ec.message());
+  if (p.empty()) throw Error("find bundle: empty --bundle");
+  return std::filesystem::absolute(p, ec).lexically_normal();
 }
 
 }  // namespace specshim::shim

@@ -2,6 +2,7 @@
 // Exact parsing of runc's command line, as containerd-shim-runc-v2 calls it.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,5 +44,8 @@ struct RuncArgs {
 // container id. Global flags may also follow those three verbs (runc main's
 // persistent root flags); --log given there is where errors go.
 RuncArgs parse_runc_args(const std::vector<std::string>& argv);
+
+// absolute_bundle resolves a --bundle value (or the cwd when absent).
+std::filesystem::path absolute_bundle(const std::optional<std::string>& bundle);
 
 }  // namespace specshim::shim

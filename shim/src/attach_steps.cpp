@@ -18,10 +18,10 @@
 #include <set>
 
 #include "attach.h"
-#include "pipeline.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/cdi.h"
+#include "specshim/create.h"
 #include "specshim/command.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"

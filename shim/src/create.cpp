@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cstdio>
 
-#include "pipeline.h"
+#include "argv.h"
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"
+#include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "verbs.h"
@@ -49,8 +50,9 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
 
     Context ctx;
     ctx.container_id = parsed.container_id;
-    Outcome out = load_and_modify(absolute_bundle(parsed.bundle), std::move(ctx), root);
-    commit(out);
+    create::BundleDir bundle(absolute_bundle(parsed.bundle));
+    create::Outcome out = create::modify(bundle, root, std::move(ctx));
+    create::commit(bundle, out);
     log::info("{} {}: {} pass(es), {}", parsed.subcommand, parsed.container_id, out.result.passes,
               out.changed() ? "config.json rewritten" : "nothing to change");
     stop_debug_log();

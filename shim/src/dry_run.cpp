@@ -2,8 +2,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "pipeline.h"
+#include "argv.h"
 #include "settings.h"
+#include "specshim/create.h"
 #include "specshim/error.h"
 #include "verb_cli.h"
 #include "verbs.h"
@@ -30,7 +31,8 @@ int dry_run_main(const std::vector<std::string>& argv) {
     Context ctx;
     ctx.dry_run = true;
     ctx.allow_allocate = allow_allocate;
-    Outcome out = load_and_modify(absolute_bundle(bundle), std::move(ctx), root);
+    create::BundleDir dir(absolute_bundle(bundle));
+    create::Outcome out = create::modify(dir, root, std::move(ctx));
     if (format == "diff") {
       std::cout << Json::diff(out.original(), out.spec.json()).dump(2) << "\n";
     } else {
@@ -39,7 +41,7 @@ int dry_run_main(const std::vector<std::string>& argv) {
       if (text.empty() || text.back() != '\n') std::cout << "\n";
     }
     for (const auto& [name, f] : out.ctx.bundle_files) {
-      std::cerr << "dry-run: would write " << (out.ctx.bundle / name).string() << " (" << f.content.size() << " bytes";
+      std::cerr << "dry-run: would write " << (dir.dir() / name).string() << " (" << f.content.size() << " bytes";
       if (f.owner) std::cerr << ", owner " << f.owner->uid << ":" << f.owner->gid;
       std::cerr << ")\n";
     }

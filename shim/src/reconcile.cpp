@@ -23,9 +23,9 @@
 #include <set>
 
 #include "attach.h"
-#include "pipeline.h"
 #include "runtime.h"
 #include "settings.h"
+#include "specshim/create.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"

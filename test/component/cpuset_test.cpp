@@ -55,7 +55,7 @@ struct Node {
   }
 
   // create runs the pipeline on a spec with these annotations and cpu object.
-  shim::Outcome create(const Json& annotations, const Json& cpu = nullptr, const std::string& extra = "") {
+  create::Outcome create(const Json& annotations, const Json& cpu = nullptr, const std::string& extra = "") {
     Json doc = {{"ociVersion", "1.1.0"},
                 {"process", {{"args", {"sh"}}}},
                 {"annotations", annotations},
@@ -73,7 +73,7 @@ Json sibling_of(const std::string& container) {
 
 const Json kPodSync = {{"specshim.io/pod", "ns/pod"}, {"specshim.io/devices-from-pod", "true"}};
 
-Json cpu_of(const shim::Outcome& out) {
+Json cpu_of(const create::Outcome& out) {
   const Json* cpu = out.spec.find({"linux", "resources", "cpu"});
   return cpu ? *cpu : Json();
 }

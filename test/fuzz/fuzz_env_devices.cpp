@@ -73,7 +73,7 @@ void closed_set(std::string_view value) {
                {"annotations",
                 {{"specshim.io/pod", "team-a/trainer"}, {"nvidia.com/gpu", std::string("[\"") + kGranted + "\"]"}}}};
   fuzz::write_bytes(bundle / "config.json", spec.dump());
-  shim::Outcome out;
+  create::Outcome out;
   try {
     out = fuzz::dry_run(bundle, config);
   } catch (const Error&) {

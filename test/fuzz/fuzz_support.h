@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline.h"
+#include "specshim/create.h"
 
 namespace specshim::fuzz {
 
@@ -33,13 +33,14 @@ inline void write_bytes(const std::filesystem::path& p, std::string_view data) {
 
 // dry_run loads bundle/config.json and runs the chain config_toml builds, in
 // dry-run mode and never calling Allocate. Throws Error as create would.
-inline shim::Outcome dry_run(const std::filesystem::path& bundle, const std::string& config_toml) {
+inline create::Outcome dry_run(const std::filesystem::path& bundle, const std::string& config_toml) {
   auto doc = config::Document::parse(config_toml, "fuzz.toml");
   auto root = doc.root();
   Context ctx;
   ctx.dry_run = true;
   ctx.allow_allocate = false;
-  return shim::load_and_modify(bundle, std::move(ctx), root);
+  create::BundleDir dir(bundle);
+  return create::modify(dir, root, std::move(ctx));
 }
 
 }  // namespace specshim::fuzz

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  shim::Outcome out = [&] {
+  create::Outcome out = [&] {
     try {
       return test::run_pipeline(bundle, config);
     } catch (const std::exception& e) {
@@ -100,8 +100,9 @@ int main(int argc, char** argv) {
   }
 
   // Idempotence: the output, committed and run again, must not change.
-  shim::commit(out);
-  shim::Outcome again = test::run_pipeline(bundle, config);
+  create::BundleDir dir(bundle);
+  create::commit(dir, out);
+  create::Outcome again = test::run_pipeline(bundle, config);
   if (again.changed()) {
     std::cerr << "not idempotent: a second run changed the spec by "
               << Json::diff(again.original(), again.spec.json()).dump(2) << " and wrote "

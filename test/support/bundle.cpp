@@ -5,7 +5,7 @@
 
 namespace specshim::test {
 
-shim::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run) {
+create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run) {
   auto doc = config::Document::parse(config_text, (bundle / "config.toml").string());
   auto root = doc.root();
   shim::read_settings(root);
@@ -13,7 +13,8 @@ shim::Outcome run_pipeline(const std::filesystem::path& bundle, const std::strin
   ctx.container_id = "golden";
   ctx.dry_run = dry_run;
   ctx.allow_allocate = !dry_run;
-  return shim::load_and_modify(bundle, std::move(ctx), root);
+  create::BundleDir dir(bundle);
+  return create::modify(dir, root, std::move(ctx));
 }
 
 }  // namespace specshim::test

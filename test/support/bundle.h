@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// Running the shim's real pipeline on a bundle directory, for golden and
+// Running the real create core on a bundle directory, for golden and
 // component tests.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
-#include "pipeline.h"
+#include "specshim/create.h"
 
 namespace specshim::test {
 
 // run_pipeline loads config_text as specshim's config and runs the chain on
 // <bundle>/config.json exactly as `create` does, without writing anything.
-shim::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text,
+create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text,
                            bool dry_run = false);
 
 }  // namespace specshim::test
