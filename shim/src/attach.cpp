@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim attach / detach / attached: give a running container a device and
-// take it back, by hand. The steps (and their undo) are attach_steps.cpp's,
-// which reconcile drives too. See docs/attach.md.
+// take it back, by hand. The steps (and their undo) are the hot-plug
+// engine's (specshim/live/attach.h), which reconcile drives too. See
+// docs/attach.md.
 #include "attach.h"
 
 #include <algorithm>
@@ -24,8 +25,22 @@ struct Common {
   std::string id;
 };
 
-Target open_common(const Common& c, bool require_live) {
-  return open_target(config::Document::load(c.config_file), c.root, c.id, require_live);
+// Opened is the config as read once and the container opened with it.
+struct Opened {
+  config::Document doc;
+  Setup setup;
+  Target target;
+};
+
+Opened open_common(const Common& c, bool require_live) {
+  auto doc = config::Document::load(c.config_file);
+  Setup setup = read_setup(doc, c.root);
+  Target t = open_target(setup, c.id, require_live);
+  return Opened{std::move(doc), std::move(setup), std::move(t)};
+}
+
+void print_warnings(const char* verb, const Change& ch) {
+  for (const auto& w : ch.warnings) std::cerr << "specshim " << verb << ": " << w << "\n";
 }
 
 void add_common(VerbCli& cli, Common& c) {
@@ -44,13 +59,6 @@ int fail(const char* verb, const std::exception& e) {
 void add_gpu_options(VerbCli& cli, std::vector<std::string>& gpus, std::string& proc) {
   cli.option("--gpu", gpus, "UUID of an NVIDIA GPU (nvidia-smi -L): its /dev/nvidiaN, as --device").one_value_each();
   cli.option("--proc", proc, "where the NVIDIA driver's GPU list is (<proc>/driver/nvidia/gpus)").show_default();
-}
-
-std::string reason(const std::string& edit) {
-  if (edit == "env") return "a running process's environment cannot change";
-  if (edit == "hook") return "hooks run only at create and start";
-  if (edit == "mount") return "only bind mounts can be attached";
-  return "a running container's process cannot take it";
 }
 
 }  // namespace
@@ -73,21 +81,22 @@ int attach_main(const std::vector<std::string>& argv) {
     std::vector<DeviceArg> args;
     for (const auto& d : devices) args.push_back(parse_device_arg(d));
     for (const auto& node : gpu_nodes(gpus, proc)) args.push_back(DeviceArg{node, node, "rwm"});
-    Target t = open_common(c, true);
+    auto [doc, setup, t] = open_common(c, true);
     std::string what = "container " + q(c.id);
     try {
       Wanted w;
       for (const auto& a : args) w.devices.push_back(device_wanted(a));
-      if (!cdis.empty()) cdi_wanted(t, cdis, w);
-      auto bound = bound_of(t.doc, proc);
+      if (!cdis.empty()) cdi_wanted(setup, t, cdis, w);
+      auto bound = bound_of(doc, proc);
       check_bound(bound.get(), t, w);
       BundleLock lock(t.state.bundle);
       Record before = current_record(t.state.bundle, t.id);
       Plan p = plan(before, w);
       for (const auto& n : w.not_applied)
         std::cerr << "specshim attach: " << what << ": CDI device " << q(n.cdi) << ": " << n.edit << " " << q(n.value)
-                  << " not applied (" << reason(n.edit) << ")\n";
+                  << " not applied (" << not_applied_reason(n.edit) << ")\n";
       Change ch = transition(t, before, p.record);
+      print_warnings("attach", ch);
       if (ch.made.empty() && ch.mounted.empty() && ch.record == before) {
         std::cerr << "specshim attach: " << what << ": already attached\n";
         return 0;
@@ -119,41 +128,16 @@ int detach_main(const std::vector<std::string>& argv) {
   try {
     for (const auto& node : gpu_nodes(gpus, proc)) devices.push_back(node);
     if (devices.empty() && cdis.empty()) throw Error("give at least one --device, --cdi or --gpu");
-    Target t = open_common(c, true);
+    Target t = open_common(c, true).target;
     std::string what = "container " + q(c.id);
     try {
       BundleLock lock(t.state.bundle);
       Record before = current_record(t.state.bundle, t.id);
       if (before.devices.empty() && before.mounts.empty() && before.not_applied.empty())
         throw Error("nothing is attached (no " + q((t.state.bundle / kRecordFile).string()) + ")");
-      Record rec = before;
-      for (const auto& path : devices) {
-        auto it = std::find_if(rec.devices.begin(), rec.devices.end(), [&](const auto& e) { return e.path == path; });
-        if (it == rec.devices.end()) throw Error("device " + q(path) + " is not attached");
-        if (!it->direct) {
-          std::string how = it->cdi.empty() ? "remove it from the desired-state file" : "detach it with --cdi";
-          throw Error("device " + q(path) + " was attached by " + attached_by(*it) + "; " + how);
-        }
-        it->direct = false;
-      }
-      for (const auto& name : cdis) {
-        bool found = false;
-        auto drop = [&](std::vector<std::string>& refs) {
-          auto n = std::remove(refs.begin(), refs.end(), name);
-          found = found || n != refs.end();
-          refs.erase(n, refs.end());
-        };
-        for (auto& d : rec.devices) drop(d.cdi);
-        for (auto& m : rec.mounts) drop(m.cdi);
-        auto n = std::remove_if(rec.not_applied.begin(), rec.not_applied.end(),
-                                [&](const NotApplied& e) { return e.cdi == name; });
-        found = found || n != rec.not_applied.end();
-        rec.not_applied.erase(n, rec.not_applied.end());
-        if (!found) throw Error("CDI device " + q(name) + " is not attached");
-      }
-      std::erase_if(rec.devices, [](const RecordedDevice& d) { return !d.held(); });
-      std::erase_if(rec.mounts, [](const RecordedMount& m) { return !m.held(); });
-      Change ch = transition(t, before, rec);
+      Released r = release(before, Release{devices, cdis, {}});
+      Change ch = transition(t, before, r.record);
+      print_warnings("detach", ch);
       for (const auto& d : ch.removed) std::cout << "detached " << d.path << " (" << numbers(d) << ")\n";
       for (const auto& m : ch.unmounted) std::cout << "detached " << m.path << " (bind mount)\n";
       return 0;
@@ -175,7 +159,7 @@ int attached_main(const std::vector<std::string>& argv) {
       .show_default();
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
-    Target t = open_common(c, false);
+    Target t = open_common(c, false).target;
     try {
       Record r = current_record(t.state.bundle, t.id);
       if (format == "json") {
@@ -206,7 +190,8 @@ int attached_main(const std::vector<std::string>& argv) {
         std::cout << line << "\n";
       }
       for (const auto& n : r.not_applied)
-        std::cout << "not applied: " << n.cdi << ": " << n.edit << " " << n.value << " (" << reason(n.edit) << ")\n";
+        std::cout << "not applied: " << n.cdi << ": " << n.edit << " " << n.value << " (" << not_applied_reason(n.edit)
+                  << ")\n";
       return 0;
     } catch (const std::exception&) {
       std::throw_with_nested(Error("container " + q(c.id)));

@@ -2,13 +2,13 @@
 // specshim reconcile: make every live container have what the desired-state
 // file wants for it. For each created or running container under --root, the
 // wants the file lists for it (specshim/hotplug.h keys: "device H:C:P",
-// "gpu UUID", "cdi NAME") are compared with those its record says reconcile
-// gave it; the missing ones are attached and the extra ones detached through
-// attach's own plan and transition (attach_steps.cpp), so the undo
-// guarantees are attach's. What `attach` gave by hand and the spec's own
-// devices are never touched: the record holds each reference apart.
-// --watch repeats on every change of the file and every --interval. See
-// docs/reconcile.md.
+// "gpu UUID", "cdi NAME") are handed to the hot-plug engine
+// (specshim/live/reconcile.h), which attaches the missing ones and detaches
+// the extra ones reconcile gave; this file picks each container's wants and
+// says what the engine did. --watch repeats on every change of the file and
+// every --interval. See docs/reconcile.md.
+#include "specshim/live/reconcile.h"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -23,8 +23,6 @@
 #include <set>
 
 #include "attach.h"
-#include "runtime.h"
-#include "settings.h"
 #include "specshim/create.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
@@ -52,35 +50,15 @@ struct Options {
   std::string interval = "10";
 };
 
-// recorded_keys are the wants reconcile (or the hotplug modifier at create)
-// gave the container, as the record holds them.
-std::set<std::string> recorded_keys(const Record& r) {
-  return {r.reconciled.begin(), r.reconciled.end()};
-}
-
-// owned marks what w holds as reconcile's, for key.
-void own(Wanted& w, const std::string& key) {
-  for (auto& d : w.devices) {
-    d.direct = false;
-    d.cdi.clear();
-    d.reconcile = {key};
-  }
-  for (auto& m : w.mounts) {
-    m.cdi.clear();
-    m.reconcile = {key};
-  }
-}
-
 bool holds(const std::vector<std::string>& refs, const std::string& key) {
   return std::find(refs.begin(), refs.end(), key) != refs.end();
 }
 
 class Reconciler {
  public:
-  explicit Reconciler(const Options& o) : options_(o), doc_(config::Document::load(o.config_file)) {
+  explicit Reconciler(const Options& o)
+      : doc_(config::Document::load(o.config_file)), setup_(read_setup(doc_, o.root)) {
     auto root = doc_.root();
-    Settings settings = read_settings(root);
-    runtime_ = find_runtime(settings.runtime_path);
     auto section = root.section("hotplug");
     hotplug::Config hc = hotplug::read_config(section);
     desired_ = o.desired.empty() ? hc.desired : o.desired;
@@ -115,7 +93,7 @@ class Reconciler {
     }
     std::vector<live::ContainerState> containers;
     try {
-      containers = live::runtime_list(runtime_, options_.root);
+      containers = live::runtime_list(setup_.runtime, setup_.root);
     } catch (const std::exception& e) {
       std::cerr << "specshim reconcile: " << describe(e) << "\n";
       return false;
@@ -188,89 +166,52 @@ class Reconciler {
     const hotplug::Entry* entry = hotplug::select(d, c.id, identity);
     if (entry) matched.insert(entry);
     std::vector<std::string> wanted = entry ? entry->keys() : std::vector<std::string>{};
-    std::set<std::string> want(wanted.begin(), wanted.end());
-    if (want == recorded_keys(current_record(c.bundle, c.id))) return true;  // nothing to do: no pin, no lock
-
     std::string who = "container " + q(c.id) + (entry && entry->pod ? " (" + entry->who() + ")" : "");
     try {
-      Target t = open_target(doc_, options_.root, c.id, true);
-      BundleLock lock(t.state.bundle);
-      Record before = current_record(t.state.bundle, t.id);
-      std::set<std::string> had = recorded_keys(before);
-      Record after = before;
-      std::vector<std::string> dropped, added;
-      for (const auto& k : had)
-        if (!want.count(k)) dropped.push_back(k);
-      for (const auto& k : wanted)
-        if (!had.count(k)) added.push_back(k);
-      std::vector<std::string> stays;  // CDI devices given at create, no longer wanted
-      for (const auto& k : dropped) {
-        for (auto& dev : after.devices) std::erase(dev.reconcile, k);
-        for (auto& m : after.mounts) std::erase(m.reconcile, k);
-        if (k.rfind("cdi ", 0) == 0 && std::erase(after.create_cdi, k.substr(4))) stays.push_back(k);
-      }
-      std::erase_if(after.devices, [](const RecordedDevice& dev) { return !dev.held(); });
-      std::erase_if(after.mounts, [](const RecordedMount& m) { return !m.held(); });
-      Wanted w;
-      std::vector<std::string>
-          refused;  // wants [hotplug] bound refuses: not given, not recorded, asked again next pass
-      for (const auto& k : added) {
-        Wanted one;
-        if (k.rfind("device ", 0) == 0) {
-          one.devices.push_back(device_wanted(hotplug::parse_device_arg(k.substr(7))));
-        } else if (k.rfind("gpu ", 0) == 0) {
-          std::string node = gpu_nodes({k.substr(4)}, proc_).front();
-          one.devices.push_back(device_wanted(DeviceArg{node, node, "rwm"}));
-        } else {
-          cdi_wanted(t, {k.substr(4)}, one);
-        }
-        own(one, k);
-        try {
-          check_bound(bound_.get(), t, one);
-        } catch (const pod_allocation::Refused& e) {
-          std::cerr << "specshim reconcile: " << who << ": refused " << e.what() << "\n";
-          refused.push_back(k);
-          continue;
-        }
-        for (const auto& n : one.not_applied)
-          std::cout << who << ": " << k << ": " << n.edit << " " << q(n.value)
-                    << " not applied (a running container cannot take it)\n";
-        w.devices.insert(w.devices.end(), one.devices.begin(), one.devices.end());
-        w.mounts.insert(w.mounts.end(), one.mounts.begin(), one.mounts.end());
-      }
-      after.reconciled.clear();
-      for (const auto& k : wanted)
-        if (std::find(refused.begin(), refused.end(), k) == refused.end()) after.reconciled.push_back(k);
-      Change ch = transition(t, before, plan(after, w).record);
-      for (const auto& k : stays)
-        std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
-                  << "container is created again\n";
-      auto by = [](const std::vector<std::string>& refs) { return join(refs, ", "); };
-      for (const auto& dev : ch.removed) std::cout << who << ": detached " << dev.path << " (" << numbers(dev) << ")\n";
-      for (const auto& m : ch.unmounted) std::cout << who << ": detached " << m.path << " (bind mount)\n";
-      for (const auto& dev : ch.made)
-        std::cout << who << ": attached " << dev.path << " (" << numbers(dev) << " " << dev.permissions << ", "
-                  << dev.node << ") for " << by(dev.reconcile) << "\n";
-      for (const auto& m : ch.mounted)
-        std::cout << who << ": attached " << m.path << " (bind mount) for " << by(m.reconcile) << "\n";
-      // A want whose nodes were already there (attached by hand) is recorded
-      // as reconcile's too; one dropped while another holds its node stays.
-      for (const auto& k : added)
-        if (std::find(refused.begin(), refused.end(), k) == refused.end() &&
-            std::none_of(ch.made.begin(), ch.made.end(), [&](const auto& dev) { return holds(dev.reconcile, k); }) &&
-            std::none_of(ch.mounted.begin(), ch.mounted.end(), [&](const auto& m) { return holds(m.reconcile, k); }))
-          std::cout << who << ": " << k << ": already there; recorded as reconcile's\n";
-      for (const auto& k : dropped)
-        for (const auto& dev : ch.record.devices)
-          if (std::any_of(before.devices.begin(), before.devices.end(),
-                          [&](const auto& b) { return b.path == dev.path && holds(b.reconcile, k); }))
-            std::cout << who << ": " << k << ": released; " << dev.path << " stays, held by " << attached_by(dev)
-                      << "\n";
-      return refused.empty();
+      auto done = reconcile_container(setup_, c, wanted, proc_, bound_.get());
+      if (!done) return true;
+      say(who, *done);
+      return done->refused.empty();
     } catch (const std::exception& e) {
       std::cerr << "specshim reconcile: " << who << ": " << describe(e) << "\n";
       return false;
     }
+  }
+
+  // say prints what reconcile did to one container.
+  static void say(const std::string& who, const Reconciled& r) {
+    for (const auto& [k, why] : r.refused) std::cerr << "specshim reconcile: " << who << ": refused " << why << "\n";
+    for (const auto& [k, n] : r.not_applied)
+      std::cout << who << ": " << k << ": " << n.edit << " " << q(n.value)
+                << " not applied (a running container cannot take it)\n";
+    const Change& ch = r.change;
+    for (const auto& k : r.in_spec)
+      std::cout << who << ": " << k << " was put in the spec at create; its nodes and mounts stay until the "
+                << "container is created again\n";
+    auto by = [](const std::vector<std::string>& refs) { return join(refs, ", "); };
+    for (const auto& dev : ch.removed) std::cout << who << ": detached " << dev.path << " (" << numbers(dev) << ")\n";
+    for (const auto& m : ch.unmounted) std::cout << who << ": detached " << m.path << " (bind mount)\n";
+    for (const auto& dev : ch.made)
+      std::cout << who << ": attached " << dev.path << " (" << numbers(dev) << " " << dev.permissions << ", "
+                << dev.node << ") for " << by(dev.reconcile) << "\n";
+    for (const auto& m : ch.mounted)
+      std::cout << who << ": attached " << m.path << " (bind mount) for " << by(m.reconcile) << "\n";
+    for (const auto& w : ch.warnings) std::cerr << "specshim reconcile: " << who << ": " << w << "\n";
+    // A want whose nodes were already there (attached by hand) is recorded
+    // as reconcile's too; one dropped while another holds its node stays.
+    auto refused = [&](const std::string& k) {
+      return std::any_of(r.refused.begin(), r.refused.end(), [&](const auto& e) { return e.first == k; });
+    };
+    for (const auto& k : r.added)
+      if (!refused(k) &&
+          std::none_of(ch.made.begin(), ch.made.end(), [&](const auto& dev) { return holds(dev.reconcile, k); }) &&
+          std::none_of(ch.mounted.begin(), ch.mounted.end(), [&](const auto& m) { return holds(m.reconcile, k); }))
+        std::cout << who << ": " << k << ": already there; recorded as reconcile's\n";
+    for (const auto& k : r.dropped)
+      for (const auto& dev : ch.record.devices)
+        if (std::any_of(r.before.devices.begin(), r.before.devices.end(),
+                        [&](const auto& b) { return b.path == dev.path && holds(b.reconcile, k); }))
+          std::cout << who << ": " << k << ": released; " << dev.path << " stays, held by " << attached_by(dev) << "\n";
   }
 
   // report_once prints a file-level failure once while it stays the same
@@ -281,9 +222,8 @@ class Reconciler {
     std::cerr << "specshim reconcile: " << what << "\n";
   }
 
-  Options options_;
   config::Document doc_;
-  std::string runtime_;
+  Setup setup_;
   std::string desired_;
   std::string proc_;
   std::optional<std::vector<nvidia::Gpu>> gpus_;

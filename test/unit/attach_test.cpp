@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// specshim attach's --device argument, container paths, and the record
-// <bundle>/specshim-attached.json (schema: docs/attach.md).
-#include "attach.h"
+// specshim attach's --device argument, container paths, the record
+// <bundle>/specshim-attached.json (schema: docs/attach.md), and release,
+// which detach and reconcile share.
+#include "specshim/live/attach.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +11,7 @@
 #include "specshim/live/container.h"
 #include "specshim/spec.h"
 
-using namespace specshim::shim::attach;
+using namespace specshim::live::attach;
 using Catch::Contains;
 using specshim::Error;
 using specshim::test::error_of;
@@ -155,4 +156,77 @@ TEST_CASE("attach record: what is refused names the file and the field") {
   j = specshim::Json::parse(text);
   j["mounts"][0]["mounted"] = "yes";
   CHECK_THAT(error_of<Error>([&] { parse_record(j.dump(), "f"); }), Contains("mounts[0]: `mounted`"));
+}
+
+namespace {
+
+RecordedDevice held_by(std::string path, std::int64_t minor, bool direct, std::vector<std::string> cdi,
+                       std::vector<std::string> reconcile) {
+  RecordedDevice d;
+  d.path = path;
+  d.host_path = std::move(path);
+  d.major = 195;
+  d.minor = minor;
+  d.direct = direct;
+  d.cdi = std::move(cdi);
+  d.reconcile = std::move(reconcile);
+  return d;
+}
+
+// shared: /dev/nvidia0 attached by hand and by reconcile, /dev/nvidia1 by
+// --cdi, a mount and an env edit of the same CDI device, and a CDI device
+// the hotplug modifier put in the spec at create.
+Record shared() {
+  Record r;
+  r.container = "c0ffee";
+  r.devices = {held_by("/dev/nvidia0", 0, true, {}, {"gpu GPU-0"}),
+               held_by("/dev/nvidia1", 1, false, {"nvidia.com/gpu=1"}, {})};
+  r.mounts = {{"/usr/lib/libcuda.so", "/usr/lib/libcuda.so", {"ro"}, "made", true, {"nvidia.com/gpu=1"}, {}}};
+  r.not_applied = {{"nvidia.com/gpu=1", "env", "A=1"}};
+  r.create_cdi = {"nvidia.com/gpu=2"};
+  r.reconciled = {"gpu GPU-0", "cdi nvidia.com/gpu=2"};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("release: each reference goes on its own, a node goes when nothing holds it") {
+  Released by_hand = release(shared(), Release{{"/dev/nvidia0"}, {}, {}});
+  REQUIRE(by_hand.record.devices.size() == 2);
+  CHECK_FALSE(by_hand.record.devices[0].direct);  // reconcile still holds it
+  CHECK(by_hand.record.devices[0].reconcile == std::vector<std::string>{"gpu GPU-0"});
+
+  Released both = release(shared(), Release{{"/dev/nvidia0"}, {}, {"gpu GPU-0"}});
+  REQUIRE(both.record.devices.size() == 1);
+  CHECK(both.record.devices[0].path == "/dev/nvidia1");
+  CHECK(both.record.reconciled == std::vector<std::string>{"cdi nvidia.com/gpu=2"});
+
+  Released cdi = release(shared(), Release{{}, {"nvidia.com/gpu=1"}, {}});
+  CHECK(cdi.record.devices.size() == 1);
+  CHECK(cdi.record.mounts.empty());
+  CHECK(cdi.record.not_applied.empty());
+  CHECK(cdi.in_spec.empty());
+}
+
+TEST_CASE("release: a want whose CDI device the spec holds is released and said to stay") {
+  Released r = release(shared(), Release{{}, {}, {"cdi nvidia.com/gpu=2", "gpu GPU-9"}});
+  CHECK(r.in_spec == std::vector<std::string>{"cdi nvidia.com/gpu=2"});
+  CHECK(r.record.create_cdi.empty());
+  CHECK(r.record.reconciled == std::vector<std::string>{"gpu GPU-0"});
+  CHECK(r.record.devices.size() == 2);  // a want nobody held releases nothing
+}
+
+TEST_CASE("release: what is not attached, or held otherwise, is refused naming who holds it") {
+  CHECK_THAT(error_of<Error>([] {
+               release(shared(), Release{{"/dev/nvidia7"}, {}, {}});
+             }),
+             Contains("device `/dev/nvidia7` is not attached"));
+  CHECK_THAT(error_of<Error>([] {
+               release(shared(), Release{{"/dev/nvidia1"}, {}, {}});
+             }),
+             Contains("device `/dev/nvidia1` was attached by --cdi nvidia.com/gpu=1; detach it with --cdi"));
+  CHECK_THAT(error_of<Error>([] {
+               release(shared(), Release{{}, {"nvidia.com/gpu=7"}, {}});
+             }),
+             Contains("CDI device `nvidia.com/gpu=7` is not attached"));
 }

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// What reconcile adds to attach's record (shim/src/attach.h): reconcile's
+// What reconcile adds to attach's record (specshim/live/attach_record.h): reconcile's
 // references, nodes the hotplug modifier put in the spec at create (node
 // "create"), the rules and CDI names it gave (createRules, createCdi); the
 // record synthesized from the grant file before anything was attached; the
 // rules enforced without the create rules; and plan merging wants into it.
 #include <catch2/catch.hpp>
 
-#include "attach.h"
 #include "error_of.h"
 #include "specshim/error.h"
 #include "specshim/hotplug.h"
+#include "specshim/live/attach.h"
 #include "specshim/live/device_rules.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
 
-using namespace specshim::shim::attach;
+using namespace specshim::live::attach;
 using Catch::Contains;
 using specshim::DeviceRule;
 using specshim::Error;

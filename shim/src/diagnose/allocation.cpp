@@ -268,7 +268,7 @@ std::vector<Opening> openings(const Container& c, pod_allocation::Node& node) {
     for (const auto& d : c.record->devices) {
       pod_allocation::DeviceNumber n{d.type, d.major, d.minor};
       if (accelerator(n))
-        add_opening(out, d.path, n, "the hot-plug record (" + attach::attached_by(d) + ")", false, true, false);
+        add_opening(out, d.path, n, "the hot-plug record (" + live::attach::attached_by(d) + ")", false, true, false);
     }
   if (allows_every_device(c.spec))
     for (const auto& [n, acc] : node.accelerators())

@@ -121,9 +121,9 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   std::optional<bool> ours;
   std::string rules_error;
   try {
-    attach::Record none;
-    const attach::Record& rec = c.record ? *c.record : none;
-    ours = allows(attach::enforced_rules(c.spec, rec.create_rules, rec.devices), d);
+    live::attach::Record none;
+    const live::attach::Record& rec = c.record ? *c.record : none;
+    ours = allows(live::attach::enforced_rules(c.spec, rec.create_rules, rec.devices), d);
   } catch (const Error& e) {
     rules_error = e.what();
   }

@@ -101,7 +101,7 @@ Container open_container(const Setup& setup, const std::string& id, const sfs::p
   c.spec = read_spec(c.state.bundle, id);
   sfs::path proc = "/proc/" + std::to_string(c.state.pid);
   try {
-    c.record = attach::read_record(c.state.bundle, id);
+    c.record = live::attach::read_record(c.state.bundle, id);
     c.userns = userns::read(c.spec);
     try {
       c.identity = device_plugin::identify(c.spec);

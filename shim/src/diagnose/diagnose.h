@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "attach.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/live/attach_record.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/inspect.h"
@@ -86,7 +86,7 @@ struct Container {
   std::string id;
   live::ContainerState state;
   Spec spec;
-  std::optional<attach::Record> record;
+  std::optional<live::attach::Record> record;
   std::optional<userns::UserNamespace> userns;  // the spec's user namespace
   std::filesystem::path root;                   // /proc/PID/root: the container's files as it sees them
   live::ProcessView process;

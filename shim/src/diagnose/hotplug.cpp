@@ -7,7 +7,7 @@ namespace specshim::shim::diagnose {
 
 void check_hotplug(const Container& c, Report& r) {
   if (!c.record) {
-    r.add(kHotplug, "record", Status::info, "nothing attached (no " + std::string(attach::kRecordFile) + ")");
+    r.add(kHotplug, "record", Status::info, "nothing attached (no " + std::string(live::attach::kRecordFile) + ")");
     return;
   }
   if (c.record->devices.empty() && c.record->mounts.empty()) {

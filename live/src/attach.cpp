@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The steps attach, detach and reconcile take on a live container (see
-// attach.h): open it, read what is wanted, plan it against the record, and
+// specshim/live/attach.h): open it, read what is wanted, plan it against the record, and
 // move the container there under the bundle's lock, each step undone in
 // reverse when a later one fails: (1) the cgroup rules (v1
 // devices.allow/deny, the v2 device program rebuilt from the record,
 // systemd's DeviceAllow=), (2) nodes and mounts removed, (3) nodes and bind
 // mounts made inside the container's mount namespace, (4) the record
 // <bundle>/specshim-attached.json. See docs/attach.md.
+#include "specshim/live/attach.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -14,15 +16,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
-#include <iostream>
 #include <set>
 
-#include "attach.h"
-#include "runtime.h"
-#include "settings.h"
 #include "specshim/cdi.h"
-#include "specshim/create.h"
 #include "specshim/command.h"
+#include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/host_device.h"
@@ -31,7 +29,7 @@
 #include "specshim/live/device_rules.h"
 #include "specshim/nvidia_gpus.h"
 
-namespace specshim::shim::attach {
+namespace specshim::live::attach {
 namespace {
 
 namespace sfs = std::filesystem;
@@ -95,10 +93,12 @@ bool same_rule(const RecordedDevice& a, const RecordedDevice& b) {
   return a.type == b.type && a.major == b.major && a.minor == b.minor && a.permissions == b.permissions;
 }
 
-void run_systemctl(const live::SystemdRequest& req) {
+// run_systemctl sets the request's DeviceAllow= and adds a warning for each
+// rule it has no form for.
+void run_systemctl(const live::SystemdRequest& req, std::vector<std::string>& warnings) {
   for (const auto& rule : req.unsupported)
-    std::cerr << "specshim: systemd unit " << q(req.unit) << ": rule " << q(rule)
-              << " has no DeviceAllow= form; a daemon-reload will not restore it\n";
+    warnings.push_back("systemd unit " + q(req.unit) + ": rule " + q(rule) +
+                       " has no DeviceAllow= form; a daemon-reload will not restore it");
   auto argv = req.systemctl_argv();
   CommandResult r = run_command(argv, 10s);
   if (r.timed_out) throw Error("systemctl set-property " + q(req.unit) + ": no answer within 10 s");
@@ -115,8 +115,8 @@ void run_systemctl(const live::SystemdRequest& req) {
 // built from the whole effective list. systemd: DeviceAllow= as a runtime
 // property when systemd is PID 1 and owns the cgroup.
 void change_rules(const Target& t, const live::CgroupPlaces& places, const std::vector<DeviceRule>& create_rules,
-                  const std::vector<RecordedDevice>& before, const std::vector<RecordedDevice>& after,
-                  UndoStack& undo) {
+                  const std::vector<RecordedDevice>& before, const std::vector<RecordedDevice>& after, UndoStack& undo,
+                  std::vector<std::string>& warnings) {
   auto rules_before = enforced_rules(t.spec, create_rules, before);
   auto rules_after = enforced_rules(t.spec, create_rules, after);
   auto in = [](const std::vector<RecordedDevice>& list, const RecordedDevice& d) {
@@ -143,9 +143,14 @@ void change_rules(const Target& t, const live::CgroupPlaces& places, const std::
     undo.push("the previous device program of " + q(places.unified->string()),
               live::replace_device_program(*places.unified, rules_after));
   if (!places.systemd_unit.empty() && live::systemd_is_pid1()) {
-    run_systemctl(live::systemd_device_allow(places.systemd_unit, rules_after));
+    run_systemctl(live::systemd_device_allow(places.systemd_unit, rules_after), warnings);
+    // An undo reports failure, not warnings: the rules it restores were
+    // the container's before.
     auto req = live::systemd_device_allow(places.systemd_unit, rules_before);
-    undo.push("DeviceAllow= of " + q(places.systemd_unit), [req] { run_systemctl(req); });
+    undo.push("DeviceAllow= of " + q(places.systemd_unit), [req] {
+      std::vector<std::string> ignored;
+      run_systemctl(req, ignored);
+    });
   }
 }
 
@@ -270,18 +275,15 @@ std::vector<std::size_t> not_in(const std::vector<T>& from, const std::vector<T>
 
 }  // namespace
 
-Target open_target(const config::Document& doc, const std::string& root, const std::string& id, bool require_live) {
+Target open_target(const Setup& setup, const std::string& id, bool require_live) {
   if (::geteuid() != 0)
     throw Error("container " + q(id) + ": must run as root on the host (euid " + std::to_string(::geteuid()) +
                 "): it changes the container's cgroup and enters its mount namespace");
-  auto section = doc.root();
-  Settings settings = read_settings(section);
-  std::string runtime = find_runtime(settings.runtime_path);
-  live::ContainerState state = live::runtime_state(runtime, root, id);
+  live::ContainerState state = live::runtime_state(setup.runtime, setup.root, id);
   live::Process process;
   if (require_live) {
     live::require_live(state);
-    process = live::pin(runtime, root, state);
+    process = live::pin(setup.runtime, setup.root, state);
   }
   sfs::path config = state.bundle / "config.json";
   Spec spec = [&] {
@@ -291,7 +293,7 @@ Target open_target(const config::Document& doc, const std::string& root, const s
       std::throw_with_nested(Error("container " + q(id) + ": read " + q(config.string())));
     }
   }();
-  return Target{id, std::move(state), std::move(process), doc, std::move(spec)};
+  return Target{id, std::move(state), std::move(process), std::move(spec)};
 }
 
 BundleLock::BundleLock(const sfs::path& bundle) {
@@ -311,11 +313,9 @@ RecordedDevice device_wanted(const DeviceArg& a) {
 
 // cdi_wanted loads the requested CDI devices from the configured spec dirs.
 // An unknown name fails naming every spec file that did not load, as create does.
-void cdi_wanted(const Target& t, const std::vector<std::string>& names, Wanted& w) {
-  auto root = t.doc.root();
-  auto section = root.section("cdi");
-  auto dirs = cdi::read_spec_dirs(section);
-  if (!dirs) throw Error("CDI is off in " + q(t.doc.file()) + " ([cdi] enabled = false)");
+void cdi_wanted(const Setup& setup, const Target& t, const std::vector<std::string>& names, Wanted& w) {
+  const auto& dirs = setup.cdi_dirs;
+  if (!dirs) throw Error("CDI is off in " + q(setup.config_file) + " ([cdi] enabled = false)");
   std::set<std::string> wanted;
   for (const auto& n : names) {
     std::string why;
@@ -342,13 +342,11 @@ std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const 
   return nodes;
 }
 
-std::unique_ptr<Bound> bound_of(const config::Document& doc, const std::string& proc) {
-  auto root = doc.root();
-  auto section = root.section("hotplug");
-  if (hotplug::read_config(section).bound == hotplug::Bound::none) return nullptr;
-  auto sources = pod_allocation::read_sources(root, proc);
-  auto lookup = pod_allocation::helper_lookup(sources);
-  return std::make_unique<Bound>(std::move(sources), std::move(lookup));
+std::string not_applied_reason(const std::string& edit) {
+  if (edit == "env") return "a running process's environment cannot change";
+  if (edit == "hook") return "hooks run only at create and start";
+  if (edit == "mount") return "only bind mounts can be attached";
+  return "a running container's process cannot take it";
 }
 
 void check_bound(Bound* bound, const Target& t, const Wanted& w) {
@@ -399,19 +397,35 @@ Plan plan(Record rec, const Wanted& w) {
   return p;
 }
 
-std::string numbers(const RecordedDevice& d) {
-  return std::string(1, d.type) + " " + std::to_string(d.major) + ":" + std::to_string(d.minor);
-}
-
-std::string attached_by(const RecordedDevice& d) {
-  std::vector<std::string> by;
-  if (d.direct) by.push_back("--device " + d.host_path);
-  for (const auto& n : d.cdi) by.push_back("--cdi " + n);
-  if (d.node == "create" && !d.reconcile.empty())
-    by.push_back("create (" + join(d.reconcile, ", ") + ")");
-  else if (!d.reconcile.empty())
-    by.push_back("reconcile (" + join(d.reconcile, ", ") + ")");
-  return join(by, ", ");
+Released release(Record rec, const Release& r) {
+  for (const auto& path : r.devices) {
+    auto it = std::find_if(rec.devices.begin(), rec.devices.end(), [&](const auto& e) { return e.path == path; });
+    if (it == rec.devices.end()) throw Error("device " + q(path) + " is not attached");
+    if (!it->direct) {
+      std::string how = it->cdi.empty() ? "remove it from the desired-state file" : "detach it with --cdi";
+      throw Error("device " + q(path) + " was attached by " + attached_by(*it) + "; " + how);
+    }
+    it->direct = false;
+  }
+  for (const auto& name : r.cdi) {
+    bool found = false;
+    auto drop = [&](std::vector<std::string>& refs) { found = std::erase(refs, name) > 0 || found; };
+    for (auto& d : rec.devices) drop(d.cdi);
+    for (auto& m : rec.mounts) drop(m.cdi);
+    found = std::erase_if(rec.not_applied, [&](const NotApplied& e) { return e.cdi == name; }) > 0 || found;
+    if (!found) throw Error("CDI device " + q(name) + " is not attached");
+  }
+  Released out;
+  for (const auto& k : r.wants) {
+    for (auto& d : rec.devices) std::erase(d.reconcile, k);
+    for (auto& m : rec.mounts) std::erase(m.reconcile, k);
+    std::erase(rec.reconciled, k);
+    if (k.rfind("cdi ", 0) == 0 && std::erase(rec.create_cdi, k.substr(4))) out.in_spec.push_back(k);
+  }
+  std::erase_if(rec.devices, [](const RecordedDevice& d) { return !d.held(); });
+  std::erase_if(rec.mounts, [](const RecordedMount& m) { return !m.held(); });
+  out.record = std::move(rec);
+  return out;
 }
 
 Change transition(const Target& t, const Record& before, Record after) {
@@ -427,7 +441,7 @@ Change transition(const Target& t, const Record& before, Record after) {
   apply([&](UndoStack& undo) {
     live::CgroupPlaces places = live::cgroup_places(t.state.pid);
     t.process.require_alive();  // the cgroups read are the live container process's
-    change_rules(t, places, before.create_rules, before.devices, after.devices, undo);
+    change_rules(t, places, before.create_rules, before.devices, after.devices, undo, ch.warnings);
     for (auto i = gone_mounts.rbegin(); i != gone_mounts.rend(); ++i) {
       const RecordedMount& m = before.mounts[*i];
       ch.unmounted.push_back(m);
@@ -475,4 +489,4 @@ Change transition(const Target& t, const Record& before, Record after) {
   return ch;
 }
 
-}  // namespace specshim::shim::attach
+}  // namespace specshim::live::attach

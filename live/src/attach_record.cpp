@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// The --device argument and <bundle>/specshim-attached.json.
+// <bundle>/specshim-attached.json, and how messages name what it records.
+#include "specshim/live/attach_record.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <limits>
 
-#include "attach.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/spec.h"
 
-namespace specshim::shim::attach {
+namespace specshim::live::attach {
 namespace {
 
 template <typename T>
@@ -182,8 +183,8 @@ Record current_record(const std::filesystem::path& bundle, const std::string& id
   return r;
 }
 
-std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector<DeviceRule>& create_rules,
-                                             const std::vector<RecordedDevice>& devices) {
+std::vector<DeviceRule> enforced_rules(const Spec& spec, const std::vector<DeviceRule>& create_rules,
+                                       const std::vector<RecordedDevice>& devices) {
   std::vector<live::DeviceRule> rules = live::container_rules(spec);
   for (const auto& c : create_rules) {
     auto it = std::find(rules.rbegin(), rules.rend(), c);
@@ -193,4 +194,19 @@ std::vector<live::DeviceRule> enforced_rules(const Spec& spec, const std::vector
   return rules;
 }
 
-}  // namespace specshim::shim::attach
+std::string numbers(const RecordedDevice& d) {
+  return std::string(1, d.type) + " " + std::to_string(d.major) + ":" + std::to_string(d.minor);
+}
+
+std::string attached_by(const RecordedDevice& d) {
+  std::vector<std::string> by;
+  if (d.direct) by.push_back("--device " + d.host_path);
+  for (const auto& n : d.cdi) by.push_back("--cdi " + n);
+  if (d.node == "create" && !d.reconcile.empty())
+    by.push_back("create (" + join(d.reconcile, ", ") + ")");
+  else if (!d.reconcile.empty())
+    by.push_back("reconcile (" + join(d.reconcile, ", ") + ")");
+  return join(by, ", ");
+}
+
+}  // namespace specshim::live::attach
