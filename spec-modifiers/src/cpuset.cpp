@@ -17,6 +17,7 @@
 #include <exception>
 #include <iterator>
 
+#include "kubelet_modifier.h"
 #include "specshim/error.h"
 #include "specshim/kubelet_session.h"
 #include "specshim/log.h"
@@ -174,11 +175,7 @@ IdSet unite(const IdSet& a, const IdSet& b) {
 }
 
 Config read_table(config::Section& s, const KubeletKeys& kubelet) {
-  Config c;
-  c.enabled = s.boolean("enabled").value_or(false);
-  c.kubelet_root = kubelet.root;
-  c.budget = kubelet.budget;
-  read_kubelet_keys(s, c.kubelet_root, c.budget);
+  auto c = read_enabled_kubelet_keys<Config>(s, kubelet);
   std::string on_error = s.string("on-error").value_or("fail");
   if (on_error != "fail" && on_error != "skip") s.fail("on-error", "must be \"fail\" or \"skip\"");
   c.on_error = on_error == "fail" ? OnError::fail : OnError::skip;
