@@ -304,10 +304,7 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
   if (!from && !pod_sync) return;
 
   s.id = device_plugin::identify(spec);
-  std::string name = !s.id.container.empty()    ? s.id.container
-                     : ctx.container_id.empty() ? "(unnamed)"
-                                                : ctx.container_id;
-  s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+  s.target = target_name(s.id, ctx.container_id);
   if (s.id.cri) {
     log::debug("cpuset: {}: created through CRI, the kubelet's CPU manager owns its cpuset; left alone", s.target);
     return;

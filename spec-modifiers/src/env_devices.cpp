@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "cdi/cdi_internal.h"
+#include "kubelet_modifier.h"
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
@@ -499,10 +500,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
   if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   if (!s.decided) {
     s.id = device_plugin::identify(spec);
-    std::string name = !s.id.container.empty()    ? s.id.container
-                       : ctx.container_id.empty() ? "(unnamed)"
-                                                  : ctx.container_id;
-    s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+    s.target = target_name(s.id, ctx.container_id);
     s.decided.emplace();
     for (std::size_t i = 0; i < s.entries.size(); ++i)
       if (auto req = s.decide(s.entries[i], *s.sessions[i], spec, ctx)) {
