@@ -12,6 +12,7 @@
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 #include "specshim/syscalls.h"
+#include "specshim/text.h"
 
 namespace specshim {
 namespace requirements {
@@ -34,17 +35,11 @@ struct Requested {
   std::vector<std::string> resources;
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string> split_list(std::string_view value) {
   std::vector<std::string> out;
   while (!value.empty()) {
     auto comma = value.find(',');
-    auto item = trim(value.substr(0, comma));
+    auto item = trim(value.substr(0, comma), " \t");
     if (!item.empty()) out.emplace_back(item);
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
