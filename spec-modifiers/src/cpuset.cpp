@@ -289,9 +289,7 @@ bool Cpuset::client_made() const {
 }
 
 std::string Cpuset::last_change() const {
-  std::string out;
-  for (const auto& c : state_->changes) out += (out.empty() ? "" : "; ") + c;
-  return out;
+  return join(state_->changes, "; ");
 }
 
 void Cpuset::apply(Spec& spec, Context& ctx) {
