@@ -19,4 +19,15 @@ std::string_view trim_end(std::string_view s, std::string_view chars) {
   return s.substr(0, s.find_last_not_of(chars) + 1);
 }
 
+std::vector<std::string_view> split_list(std::string_view value, std::string_view blanks) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    std::size_t comma = value.find(',');
+    std::string_view item = trim(value.substr(0, comma), blanks);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string_view::npos) return out;
+    value.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace specshim
