@@ -11,17 +11,12 @@
 
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/text.h"
 
 namespace specshim::live {
 namespace {
 
 namespace sfs = std::filesystem;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
-  return s;
-}
 
 // value_of returns the text after "key:" of the line starting with it.
 std::optional<std::string_view> value_of(std::string_view text, std::string_view key) {
@@ -31,7 +26,7 @@ std::optional<std::string_view> value_of(std::string_view text, std::string_view
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(at, end - at);
     if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
-      return trim(line.substr(key.size() + 1));
+      return trim(line.substr(key.size() + 1), " \t", " \t\n");
     at = end + 1;
   }
   return std::nullopt;

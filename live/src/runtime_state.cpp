@@ -8,21 +8,17 @@
 #include "specshim/command.h"
 #include "specshim/error.h"
 #include "specshim/spec.h"
+#include "specshim/text.h"
 
 namespace specshim::live {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 // runtime_message is the runtime's error without logrus decoration: runc
 // prints `time="..." level=error msg="container does not exist"`.
 std::string runtime_message(const std::string& err) {
-  std::string text = trim(err);
+  std::string text(trim_end(err, "\n \r"));
   auto nl = text.rfind('\n');
   std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
   auto msg = last.find("msg=\"");

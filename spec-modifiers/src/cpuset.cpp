@@ -17,6 +17,7 @@
 #include <exception>
 #include <iterator>
 
+#include "kubelet_modifier.h"
 #include "specshim/error.h"
 #include "specshim/kubelet_session.h"
 #include "specshim/log.h"
@@ -174,11 +175,7 @@ IdSet unite(const IdSet& a, const IdSet& b) {
 }
 
 Config read_table(config::Section& s, const KubeletKeys& kubelet) {
-  Config c;
-  c.enabled = s.boolean("enabled").value_or(false);
-  c.kubelet_root = kubelet.root;
-  c.budget = kubelet.budget;
-  read_kubelet_keys(s, c.kubelet_root, c.budget);
+  auto c = read_enabled_kubelet_keys<Config>(s, kubelet);
   std::string on_error = s.string("on-error").value_or("fail");
   if (on_error != "fail" && on_error != "skip") s.fail("on-error", "must be \"fail\" or \"skip\"");
   c.on_error = on_error == "fail" ? OnError::fail : OnError::skip;
@@ -292,9 +289,7 @@ bool Cpuset::client_made() const {
 }
 
 std::string Cpuset::last_change() const {
-  std::string out;
-  for (const auto& c : state_->changes) out += (out.empty() ? "" : "; ") + c;
-  return out;
+  return join(state_->changes, "; ");
 }
 
 void Cpuset::apply(Spec& spec, Context& ctx) {
@@ -307,10 +302,7 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
   if (!from && !pod_sync) return;
 
   s.id = device_plugin::identify(spec);
-  std::string name = !s.id.container.empty()    ? s.id.container
-                     : ctx.container_id.empty() ? "(unnamed)"
-                                                : ctx.container_id;
-  s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+  s.target = target_name(s.id, ctx.container_id);
   if (s.id.cri) {
     log::debug("cpuset: {}: created through CRI, the kubelet's CPU manager owns its cpuset; left alone", s.target);
     return;

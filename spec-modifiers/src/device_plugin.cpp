@@ -15,6 +15,7 @@
 #include <exception>
 #include <set>
 
+#include "kubelet_modifier.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/kubelet_session.h"
@@ -532,10 +533,7 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
   if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   s.ctx = &ctx;
   s.id = identify(spec);
-  std::string name = !s.id.container.empty()    ? s.id.container
-                     : ctx.container_id.empty() ? "(unnamed)"
-                                                : ctx.container_id;
-  s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+  s.target = target_name(s.id, ctx.container_id);
 
   // Direct requests are read from the annotations as this pass found them.
   std::vector<std::pair<const Resource*, std::string>> direct;

@@ -14,6 +14,7 @@
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/text.h"
 #include "specshim/userns.h"
 
 namespace specshim::device_plugin {
@@ -371,14 +372,7 @@ bool merge_list_annotation(Spec& spec, std::string_view key, const std::vector<s
     value = v.get<std::string>();
   }
   std::vector<std::string> have;
-  for (std::size_t start = 0; start <= value.size();) {
-    auto comma = std::min(value.find(',', start), value.size());
-    std::string item = value.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) have.push_back(item);
-    start = comma + 1;
-  }
+  for (auto item : split_list(value, " \t")) have.emplace_back(item);
   std::string added;
   for (const auto& item : items) {
     if (std::find(have.begin(), have.end(), item) != have.end()) continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kubelet_modifier.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/kubelet_session.h"
@@ -137,11 +138,7 @@ bool Config::any(Provider p) const {
 }
 
 Config read_table(config::Section& s, const KubeletKeys& kubelet) {
-  Config c;
-  c.enabled = s.boolean("enabled").value_or(false);
-  c.kubelet_root = kubelet.root;
-  c.budget = kubelet.budget;
-  read_kubelet_keys(s, c.kubelet_root, c.budget);
+  auto c = read_enabled_kubelet_keys<Config>(s, kubelet);
   c.direct_requires_pod_devices = s.boolean("direct-requires-pod-devices").value_or(true);
   if (s.kind("protect-env") == config::Kind::boolean) {
     c.protect_env = *s.boolean("protect-env") ? ProtectEnv::fail : ProtectEnv::off;

@@ -14,12 +14,14 @@
 #include <algorithm>
 
 #include "cdi/cdi_internal.h"
+#include "kubelet_modifier.h"
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/text.h"
 
 namespace specshim::env_devices {
 
@@ -31,19 +33,7 @@ namespace {
 // strings.TrimSpace does over the ASCII spaces (a name has no other);
 // empty items are dropped.
 std::vector<std::string_view> items(std::string_view value) {
-  std::vector<std::string_view> out;
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-  for (std::size_t start = 0; start <= value.size();) {
-    std::size_t comma = value.find(',', start);
-    std::string_view item =
-        value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    while (!item.empty() && space(item.front())) item.remove_prefix(1);
-    while (!item.empty() && space(item.back())) item.remove_suffix(1);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  return split_list(value, " \t\n\r\v\f");
 }
 
 std::string too_many() {
@@ -499,10 +489,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
   if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   if (!s.decided) {
     s.id = device_plugin::identify(spec);
-    std::string name = !s.id.container.empty()    ? s.id.container
-                       : ctx.container_id.empty() ? "(unnamed)"
-                                                  : ctx.container_id;
-    s.target = "container `" + name + "`" + (s.id.pod.empty() ? "" : " of pod `" + s.id.pod.str() + "`");
+    s.target = target_name(s.id, ctx.container_id);
     s.decided.emplace();
     for (std::size_t i = 0; i < s.entries.size(); ++i)
       if (auto req = s.decide(s.entries[i], *s.sessions[i], spec, ctx)) {

@@ -6,17 +6,12 @@
 
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/text.h"
 
 namespace specshim::nvidia {
 namespace {
 
 namespace sfs = std::filesystem;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 // field is the value of the line "key: value", or "" when there is none.
 std::string_view field(std::string_view text, std::string_view key) {
@@ -26,7 +21,8 @@ std::string_view field(std::string_view text, std::string_view key) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(at, end - at);
     auto colon = line.find(':');
-    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
+    if (colon != std::string_view::npos && trim(line.substr(0, colon), " \t", " \t\r") == key)
+      return trim(line.substr(colon + 1), " \t", " \t\r");
     at = end + 1;
   }
   return {};

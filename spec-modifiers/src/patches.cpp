@@ -12,6 +12,7 @@
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/text.h"
 
 namespace specshim {
 namespace patches {
@@ -144,14 +145,7 @@ Json patched(const Json& spec, const Patch& p) {
 std::vector<std::string> recorded(const Spec& spec) {
   std::vector<std::string> names;
   std::string value = spec.annotation(kRecordAnnotation).value_or("");
-  for (std::size_t start = 0; start <= value.size();) {
-    auto comma = std::min(value.find(',', start), value.size());
-    auto name = value.substr(start, comma - start);
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
-    if (!name.empty()) names.push_back(name);
-    start = comma + 1;
-  }
+  for (auto name : split_list(value, " ")) names.emplace_back(name);
   return names;
 }
 

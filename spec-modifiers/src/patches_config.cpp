@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "rule_list.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/patches.h"
@@ -155,8 +156,7 @@ Json read_mount(config::Section& m, const std::string& what) {
 
 Patch read_patch(config::Section& t) {
   Patch p;
-  p.name = t.string("name").value_or("");
-  if (!config::plain_name(p.name)) t.fail("name", "a patch needs a name of letters, digits, '-', '_' or '.'");
+  p.name = read_rule_name(t, "patch");
   bool allow_sensitive = t.boolean("allow-sensitive").value_or(false);
   p.match = read_container_match(t, "patch `" + p.name + "`");
   auto ops = t.tables("ops");
@@ -185,14 +185,7 @@ std::string normal_destination(std::string_view destination) {
 }
 
 std::vector<Patch> read_patches(config::Section& s) {
-  std::vector<Patch> patches;
-  for (auto& t : s.tables("patches")) {
-    Patch p = read_patch(t);
-    if (std::any_of(patches.begin(), patches.end(), [&](const Patch& o) { return o.name == p.name; }))
-      t.fail("name", "patch `" + p.name + "` is defined twice");
-    patches.push_back(std::move(p));
-  }
-  return patches;
+  return read_rule_list(s, "patches", "patch", read_patch);
 }
 
 }  // namespace specshim::patches

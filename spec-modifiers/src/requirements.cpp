@@ -12,6 +12,7 @@
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
 #include "specshim/syscalls.h"
+#include "specshim/text.h"
 
 namespace specshim {
 namespace requirements {
@@ -33,24 +34,6 @@ struct Requested {
   std::vector<std::string> cdi_kinds;
   std::vector<std::string> resources;
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string> split_list(std::string_view value) {
-  std::vector<std::string> out;
-  while (!value.empty()) {
-    auto comma = value.find(',');
-    auto item = trim(value.substr(0, comma));
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 // cdi_kind returns vendor/class of a fully qualified CDI device name
 // (vendor.com/class=name), or empty for anything else: malformed requests
@@ -74,9 +57,10 @@ Requested requested(const Spec& spec) {
   for (const auto& [key, value] : annotations->items()) {
     if (!value.is_string()) continue;
     const auto& text = value.get_ref<const std::string&>();
-    if (key == kResourcesAnnotation) r.resources = split_list(text);
+    if (key == kResourcesAnnotation)
+      for (auto resource : split_list(text, " \t")) r.resources.emplace_back(resource);
     if (key == kCdiDevicesAnnotation || key.rfind(kCdiAnnotationPrefix, 0) == 0)
-      for (const auto& device : split_list(text))
+      for (auto device : split_list(text, " \t"))
         if (auto kind = cdi_kind(device); !kind.empty()) r.cdi_kinds.push_back(kind);
   }
   return r;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "rule_list.h"
 #include "specshim/caps.h"
 #include "specshim/error.h"
 #include "specshim/requirements.h"
@@ -146,8 +147,7 @@ std::vector<std::string> read_env(config::Section& t, const std::string& rule) {
 
 Rule read_rule(config::Section& t) {
   Rule r;
-  r.name = t.string("name").value_or("");
-  if (!config::plain_name(r.name)) t.fail("name", "a rule needs a name of letters, digits, '-', '_' or '.'");
+  r.name = read_rule_name(t, "rule");
   r.match = read_match(t, r.name);
   r.capabilities = read_capabilities(t, r.name);
   r.capability_sets = read_sets(t, r.name);
@@ -162,14 +162,7 @@ Rule read_rule(config::Section& t) {
 }  // namespace
 
 std::vector<Rule> read_rules(config::Section& s) {
-  std::vector<Rule> rules;
-  for (auto& t : s.tables("requirements")) {
-    Rule r = read_rule(t);
-    if (std::any_of(rules.begin(), rules.end(), [&](const Rule& o) { return o.name == r.name; }))
-      t.fail("name", "rule `" + r.name + "` is defined twice");
-    rules.push_back(std::move(r));
-  }
-  return rules;
+  return read_rule_list(s, "requirements", "rule", read_rule);
 }
 
 }  // namespace specshim::requirements
