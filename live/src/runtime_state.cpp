@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The runtime's `state` and `list`, run as commands and read as JSON; its
-// own error message is quoted without logrus's decoration.
+// The runtime's `state` and `list`, run as commands and read as JSON (the
+// same for every runtime kind: specshim/runtime_kind.h); its own error
+// message is quoted without logrus's decoration.
 #include "specshim/live/runtime_state.h"
 
 #include <initializer_list>
 
 #include "specshim/command.h"
 #include "specshim/error.h"
+#include "specshim/runtime_kind.h"
 #include "specshim/spec.h"
 #include "specshim/text.h"
 
@@ -31,6 +33,15 @@ std::string runtime_message(const std::string& err) {
     return out;
   }
   return last.empty() ? std::string("(no message)") : last;
+}
+
+// default_root says, when no --root was given, which root the runtime
+// looked in: a container of containerd's is not there.
+std::string default_root(const std::filesystem::path& runtime, const std::string& root) {
+  if (!root.empty()) return "";
+  const runtime::Kind& kind = runtime::kind_of(runtime.string());
+  return " (no --root: " + std::string(kind.name) + "'s default root " + std::string(kind.default_root) +
+         "; containerd's containers are under /run/containerd/runc/<namespace>)";
 }
 
 // run_runtime runs `RUNTIME [--root ROOT] ARGS...` (no --root when root is empty).
@@ -58,7 +69,9 @@ ContainerState runtime_state(const std::filesystem::path& runtime, const std::st
   std::string what = "container " + q(id);
   CommandResult r = run_runtime(runtime, root, {"state", id});
   if (r.timed_out) throw Error(what + ": " + q(runtime.string() + " state") + " did not answer within 10 s");
-  if (r.exit_code != 0) throw Error(what + ": " + runtime.filename().string() + " state: " + runtime_message(r.err));
+  if (r.exit_code != 0)
+    throw Error(what + ": " + runtime.filename().string() + " state: " + runtime_message(r.err) +
+                default_root(runtime, root));
   try {
     ContainerState s = state_of(Json::parse(r.out), id);
     if (s.bundle.empty() || !s.bundle.is_absolute()) throw Error("bundle " + q(s.bundle.string()) + " is not absolute");
@@ -74,7 +87,7 @@ std::vector<ContainerState> runtime_list(const std::filesystem::path& runtime, c
   std::string what = q(runtime.filename().string() + " list");
   CommandResult r = run_runtime(runtime, root, {"list", "--format", "json"});
   if (r.timed_out) throw Error(what + " did not answer within 10 s");
-  if (r.exit_code != 0) throw Error(what + ": " + runtime_message(r.err));
+  if (r.exit_code != 0) throw Error(what + ": " + runtime_message(r.err) + default_root(runtime, root));
   std::vector<ContainerState> out;
   try {
     Json j = Json::parse(r.out);

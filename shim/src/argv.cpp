@@ -1,70 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "argv.h"
 
-#include <array>
 #include <string_view>
 
 #include "specshim/error.h"
+#include "specshim/runtime_kind.h"
 
 namespace specshim::shim {
 namespace {
 
-struct Flag {
-  std::string_view name;
-  bool takes_value;
-};
-
-// Ref: runc 1.1 main.go (global flags) and create.go / run.go (command flags).
-constexpr std::array kGlobalFlags = {
-    Flag{"debug", false},
-    Flag{"log", true},
-    Flag{"log-format", true},
-    Flag{"root", true},
-    Flag{"criu", true},
-    Flag{"rootless", true},
-    Flag{"systemd-cgroup", false},
-    Flag{"help", false},
-    Flag{"h", false},
-    Flag{"version", false},
-    Flag{"v", false},
-};
-
-// pidfd-socket: runc 1.2's create and run (runc#4045); go-runc 1.2.0, which
-// containerd main vendors, sends it when its shim sets CreateOpts.PidfdSocket.
-constexpr std::array kCreateFlags = {
-    Flag{"bundle", true},         Flag{"b", true},
-    Flag{"console-socket", true}, Flag{"pid-file", true},
-    Flag{"no-pivot", false},      Flag{"no-new-keyring", false},
-    Flag{"preserve-fds", true},   Flag{"pidfd-socket", true},
-};
-
-constexpr std::array kRunOnlyFlags = {
-    Flag{"detach", false},
-    Flag{"d", false},
-    Flag{"keep", false},
-    Flag{"no-subreaper", false},
-};
-
-// Ref: runc restore.go (the same set from 1.1 to 1.5), plus parent-path,
-// which go-runc's CheckpointOpts sends when a parent checkpoint is set
-// (containerd's restore line: restore --image-path I --work-path W
-// [--parent-path P] --detach --pid-file F [--console-socket S] [--no-pivot]
-// -no-subreaper --bundle B ID). runc's restore does not define it and fails
-// on it; knowing that it takes a value keeps the id where it is, and runc
-// then says so itself.
-constexpr std::array kRestoreFlags = {
-    Flag{"console-socket", true}, Flag{"image-path", true},
-    Flag{"work-path", true},      Flag{"tcp-established", false},
-    Flag{"ext-unix-sk", false},   Flag{"shell-job", false},
-    Flag{"file-locks", false},    Flag{"manage-cgroups-mode", true},
-    Flag{"bundle", true},         Flag{"b", true},
-    Flag{"detach", false},        Flag{"d", false},
-    Flag{"pid-file", true},       Flag{"no-subreaper", false},
-    Flag{"no-pivot", false},      Flag{"empty-ns", true},
-    Flag{"auto-dedup", false},    Flag{"lazy-pages", false},
-    Flag{"lsm-profile", true},    Flag{"lsm-mount-context", true},
-    Flag{"parent-path", true},
-};
+// The flags of every runtime kind (specshim/runtime_kind.h): runc 1.1–1.5
+// and crun.
+using runtime::Flag;
 
 // split_flag turns "-x", "--x", "-x=v", "--x=v" into name and optional value.
 // Returns false for anything that is not a flag ("-", "x", "---x").
@@ -81,25 +28,16 @@ bool split_flag(std::string_view arg, std::string_view& name, std::optional<std:
   return true;
 }
 
-template <std::size_t N>
-const Flag* find(const std::array<Flag, N>& flags, std::string_view name) {
-  for (const auto& f : flags)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-// command_flag finds a flag of the subcommand's own grammar: create, run
-// (create's and its own) or restore.
-const Flag* command_flag(std::string_view subcommand, std::string_view name) {
-  if (subcommand == "restore") return find(kRestoreFlags, name);
-  const Flag* f = find(kCreateFlags, name);
-  if (!f && subcommand == "run") f = find(kRunOnlyFlags, name);
-  return f;
-}
-
 bool bool_value_true(std::optional<std::string_view> v) {
   // Go's strconv.ParseBool; anything else makes runc fail, which is malformed.
   return !v || *v == "1" || *v == "t" || *v == "T" || *v == "true" || *v == "TRUE" || *v == "True";
+}
+
+bool is_version(std::string_view name) {
+  return name == "version" || name == "v" || name == "V";
+}
+bool is_help(std::string_view name) {
+  return name == "help" || name == "h" || name == "usage";
 }
 
 // take_global records what specshim needs of a global flag, wherever it stands.
@@ -110,9 +48,9 @@ void take_global(std::string_view name, std::optional<std::string_view> value, R
     out.log_format = std::string(*value);
   else if (name == "debug")
     out.debug = bool_value_true(value);
-  else if (name == "version" || name == "v")
+  else if (is_version(name))
     out.version = bool_value_true(value);
-  else if (name == "help" || name == "h")
+  else if (is_help(name))
     out.help = bool_value_true(value);
 }
 
@@ -121,8 +59,8 @@ void take_global(std::string_view name, std::optional<std::string_view> value, R
 // ...` is legal there); help and version keep their meaning of the verb's own
 // help, so only the flags that configure runc count.
 const Flag* global_after_verb(std::string_view name) {
-  if (name == "help" || name == "h" || name == "version" || name == "v") return nullptr;
-  return find(kGlobalFlags, name);
+  if (is_help(name) || is_version(name)) return nullptr;
+  return runtime::global_flag(name);
 }
 
 void parse_command_args(const std::vector<std::string>& argv, std::size_t from, RuncArgs& out) {
@@ -139,13 +77,15 @@ void parse_command_args(const std::vector<std::string>& argv, std::size_t from, 
       positionals.push_back(arg);
       continue;
     }
-    const Flag* f = command_flag(out.subcommand, name);
+    const Flag* f = runtime::command_flag(out.subcommand, name);
     const Flag* global = f ? nullptr : global_after_verb(name);
     if (global) f = global;
     if (!f) {
       out.unknown_flags.push_back(arg);
       continue;
     }
+    if (!f->refused.empty() && out.refused.empty())
+      out.refused = "flag `" + arg + "` of `" + out.subcommand + "`: " + std::string(f->refused);
     if (f->takes_value && !value) {
       if (i + 1 >= argv.size()) {
         out.malformed = true;  // runc: "flag needs an argument"
@@ -178,7 +118,7 @@ RuncArgs parse_runc_args(const std::vector<std::string>& argv) {
     std::string_view name;
     std::optional<std::string_view> value;
     if (!split_flag(arg, name, value)) break;
-    const Flag* f = find(kGlobalFlags, name);
+    const Flag* f = runtime::global_flag(name);
     if (!f) {
       out.malformed = true;  // runc: "flag provided but not defined"
       return out;

@@ -24,7 +24,8 @@ struct RuncArgs {
   // Only for create, run and restore:
   std::optional<std::string> bundle;  // --bundle / -b; runc's default is the cwd
   std::string container_id;
-  std::vector<std::string> unknown_flags;  // flags runc's create/run/restore do not define
+  std::vector<std::string> unknown_flags;  // flags no runtime kind's create/run/restore defines
+  std::string refused;                     // a known flag specshim cannot complete a create with, and why
 
   // modifies: the verbs that start a container from the bundle's
   // config.json, which the chain completes first. restore is one: CRI
@@ -37,7 +38,8 @@ struct RuncArgs {
   }
 };
 
-// parse_runc_args reads argv (argv[0] is the program) with runc 1.1–1.5's grammar:
+// parse_runc_args reads argv (argv[0] is the program) with runc 1.1–1.5's grammar
+// and the flags of every runtime kind (specshim/runtime_kind.h: runc, crun):
 // Go flag syntax for global flags (-f, --f, -f=v, --f=v, -f v; parsing stops at
 // the first non-flag or "--"), then the subcommand, then for create, run and
 // restore its flags in any position (urfave/cli reorders them) and one

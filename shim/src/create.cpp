@@ -41,7 +41,8 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
   try {
     if (!parsed.unknown_flags.empty())
       throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
-                  "` is unknown to specshim (the grammar of runc 1.1–1.5)");
+                  "` is unknown to specshim (the grammars of runc 1.1–1.5 and crun)");
+    if (!parsed.refused.empty()) throw Error(parsed.refused);
     auto doc = config::Document::load(config::path_from_env());
     auto root = doc.root();
     Settings settings = read_settings(root);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "specshim/error.h"
+#include "specshim/runtime_kind.h"
 
 namespace specshim::shim {
 namespace {
@@ -74,8 +75,8 @@ std::string format_runc_log_line(std::string_view level, std::string_view msg, s
 void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg) {
   std::string line = format_runc_log_line("error", cap_message(msg), format, rfc3339_now());
   int fd = -1;
-  if (log_path && !log_path->empty())
-    fd = ::open(log_path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  std::string file(log_path ? runtime::log_file(*log_path) : "");
+  if (!file.empty()) fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) {
     write_all(fd, line);
     ::close(fd);

@@ -14,9 +14,10 @@ namespace specshim::shim {
 std::string format_runc_log_line(std::string_view level, std::string_view msg, std::string_view format,
                                  std::string_view time);
 
-// report_error appends an error line to log_path (stderr when absent or
-// unwritable), its msg capped at kMessageMax bytes (cap_message). containerd shows the msg of the last error line as
-// "OCI runtime create failed: <msg>".
+// report_error appends an error line to the file log_path names
+// (runtime::log_file: crun's file:PATH too; stderr when it names none, is
+// absent or is unwritable), its msg capped at kMessageMax bytes (cap_message). containerd shows the msg of the last
+// error line as "OCI runtime create failed: <msg>".
 void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg);
 
 // rfc3339_now is the current UTC time with second precision.

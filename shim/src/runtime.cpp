@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "specshim/error.h"
+#include "specshim/runtime_kind.h"
 
 extern char** environ;
 
@@ -18,6 +19,21 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 
 bool is_executable_file(const std::string& path, struct stat& st) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// on_path returns the first executable dir/name over the dirs of path that
+// is not self (specshim installed under the runtime's name).
+std::optional<std::string> on_path(std::string_view path, std::string_view name, const struct stat* self) {
+  struct stat st {};
+  while (true) {
+    auto colon = path.find(':');
+    std::string dir(path.substr(0, colon));
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + std::string(name);
+    if (is_executable_file(candidate, st) && !(self && same_file(st, *self))) return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    path.remove_prefix(colon + 1);
+  }
 }
 
 }  // namespace
@@ -36,16 +52,9 @@ std::string find_runtime(const std::optional<std::string>& configured) {
   }
   const char* env = std::getenv("PATH");
   std::string_view path = env && *env ? env : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  while (true) {
-    auto colon = path.find(':');
-    std::string dir(path.substr(0, colon));
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/runc";
-    if (is_executable_file(candidate, st) && !(have_self && same_file(st, self))) return candidate;
-    if (colon == std::string_view::npos) break;
-    path.remove_prefix(colon + 1);
-  }
-  throw Error("find runtime: no `runc` on PATH other than specshim itself (PATH=" +
+  for (const auto& kind : runtime::kinds())
+    if (auto found = on_path(path, kind.binary, have_self ? &self : nullptr)) return *found;
+  throw Error("find runtime: no `runc` on PATH other than specshim itself, nor `crun` (PATH=" +
               std::string(env ? env : "") + "); install runc or set [runtime] path in the specshim config");
 }
 

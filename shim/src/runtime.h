@@ -8,8 +8,9 @@
 
 namespace specshim::shim {
 
-// find_runtime returns the configured path, or the first `runc` on PATH that
-// is not specshim itself (so installing specshim as `runc` cannot recurse).
+// find_runtime returns the configured path, else the first runtime on PATH
+// that is not specshim itself (so installing specshim as `runc` cannot
+// recurse), by kind in runtime::kinds() order: runc, then crun.
 // Throws Error with what was searched when nothing is found.
 std::string find_runtime(const std::optional<std::string>& configured);
 

@@ -175,6 +175,25 @@ TEST_CASE("runtime lookup: configured path missing, PATH skips specshim itself")
   REQUIRE_THAT(c.last_error(), Catch::Contains("no `runc` on PATH other than specshim itself"));
 }
 
+TEST_CASE("with no runc on PATH, crun on PATH is the runtime (runtime kinds, in order)") {
+  Cli c;
+  fs::create_directories(c.tmp / "a");
+  fs::create_directories(c.tmp / "b");
+  fs::copy_file(SPECSHIM_BINARY, c.tmp / "a" / "runc");
+  fs::copy_file(RECORDING_RUNTIME, c.tmp / "b" / "crun");
+  write_file(c.config, "");
+  std::string path = (c.tmp / "a").string() + ":" + (c.tmp / "b").string();
+  auto r = run_process({(c.tmp / "a" / "runc").string(), "state", "x"}, c.env({{"PATH", path}}));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(c.recorded_argv()[0] == (c.tmp / "b" / "crun").string());
+
+  // runc, where there is one, comes first.
+  fs::copy_file(RECORDING_RUNTIME, c.tmp / "b" / "runc");
+  auto both = run_process({(c.tmp / "a" / "runc").string(), "state", "x"}, c.env({{"PATH", path}}));
+  REQUIRE(both.exit_code == 0);
+  REQUIRE(c.recorded_argv()[0] == (c.tmp / "b" / "runc").string());
+}
+
 TEST_CASE("a broken specshim config fails create but never blocks delete") {
   Cli c;
   write_file(c.config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n[chain]\nno-such-key = 1\n");

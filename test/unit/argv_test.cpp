@@ -248,3 +248,33 @@ TEST_CASE("argv: flags restore does not define are recorded, and bad restore lin
   }));
   REQUIRE_FALSE(parse_runc_args(argv).modifies());
 }
+
+TEST_CASE("argv: crun's flags find the bundle and the id as runc's do") {
+  auto r = parse_runc_args(A({"--cgroup-manager", "systemd", "--log-level=debug", "create", "--no-subreaper",
+                              "--preserve-fds", "2", "--bundle", "/b", "id"}));
+  REQUIRE(r.modifies());
+  REQUIRE(r.bundle == "/b");
+  REQUIRE(r.container_id == "id");
+  REQUIRE(r.unknown_flags.empty());
+  REQUIRE(r.refused.empty());
+
+  auto restore =
+      parse_runc_args(A({"restore", "--tcp-close", "--network-lock", "--image-path", "/i", "-b", "/b", "id"}));
+  REQUIRE(restore.modifies());
+  REQUIRE(restore.bundle == "/b");
+  REQUIRE(restore.container_id == "id");
+  REQUIRE(restore.unknown_flags.empty());
+
+  REQUIRE(parse_runc_args(A({"-V"})).version);
+}
+
+TEST_CASE("argv: crun's --config, another spec file than config.json, is refused naming it") {
+  for (const char* flag : {"--config", "-f"}) {
+    auto r = parse_runc_args(A({"create", flag, "other.json", "--bundle", "/b", "id"}));
+    REQUIRE(r.container_id == "id");  // its value is not taken for the id
+    REQUIRE(r.bundle == "/b");
+    REQUIRE_THAT(r.refused, Catch::Contains("flag `" + std::string(flag) +
+                                            "` of `create`: crun's --config names a spec "
+                                            "file other than config.json"));
+  }
+}

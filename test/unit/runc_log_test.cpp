@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "specshim/error.h"
+#include "specshim/runtime_kind.h"
 #include "tempdir.h"
 
 using namespace specshim::shim;
@@ -76,4 +77,13 @@ TEST_CASE("report_error caps the msg of the line it writes") {
   auto msg = nlohmann::json::parse(text)["msg"].get<std::string>();
   REQUIRE(msg.size() <= specshim::kMessageMax);
   REQUIRE_THAT(msg, Catch::EndsWith("[message cut: 100000 bytes]"));
+}
+
+TEST_CASE("report_error writes to crun's file:PATH and not to a file named after journald:ID") {
+  specshim::test::TempDir d;
+  report_error("file:" + (d / "log.json").string(), "json", "boom");
+  REQUIRE_THAT(specshim::test::read_file(d / "log.json"), Catch::Contains("\"msg\":\"boom\""));
+  REQUIRE(specshim::runtime::log_file("journald:ctr").empty());
+  REQUIRE(specshim::runtime::log_file("syslog:ctr").empty());
+  REQUIRE(specshim::runtime::log_file("/b/log.json") == "/b/log.json");
 }
