@@ -17,6 +17,7 @@
 #include <exception>
 #include <iterator>
 
+#include "cpuset_modifier.h"
 #include "kubelet_modifier.h"
 #include "specshim/error.h"
 #include "specshim/kubelet_session.h"

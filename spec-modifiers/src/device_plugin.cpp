@@ -15,6 +15,7 @@
 #include <exception>
 #include <set>
 
+#include "device_plugin_modifier.h"
 #include "kubelet_modifier.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"

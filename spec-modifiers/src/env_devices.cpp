@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "cdi/cdi_internal.h"
+#include "env_devices_modifier.h"
 #include "kubelet_modifier.h"
 #include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
@@ -21,6 +22,7 @@
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/registry.h"
 #include "specshim/text.h"
 
 namespace specshim::env_devices {
@@ -475,10 +477,6 @@ EnvDevices::EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSessio
 
 EnvDevices::~EnvDevices() = default;
 
-const std::vector<Entry>& EnvDevices::entries() const {
-  return state_->entries;
-}
-
 std::string EnvDevices::last_change() const {
   return join(state_->changes, "; ");
 }
@@ -518,6 +516,7 @@ std::unique_ptr<Modifier> make_env_devices(config::Section& s, Shared& shared) {
   if (entries.empty()) return nullptr;
   for (const auto& e : entries)
     if (e.after == env_devices::After::void_value) shared.voided_env->insert(e.env);
+  if (shared.facts) shared.facts->env_devices = entries;
   return std::make_unique<env_devices::EnvDevices>(std::move(entries), shared.kubelet);
 }
 

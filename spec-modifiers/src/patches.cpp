@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <exception>
 
+#include "patches_modifier.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/registry.h"
 #include "specshim/text.h"
 
 namespace specshim {
@@ -168,10 +170,11 @@ void Patches::apply(Spec& spec, Context&) {
 
 }  // namespace patches
 
-std::unique_ptr<Modifier> make_patches(config::Section& s) {
+std::unique_ptr<Modifier> make_patches(config::Section& s, Shared& shared) {
   if (!s.lists("patches", "patch")) return nullptr;
   auto list = patches::read_patches(s);
   if (list.empty()) return nullptr;
+  if (shared.facts) shared.facts->patches = list;
   return std::make_unique<patches::Patches>(std::move(list));
 }
 

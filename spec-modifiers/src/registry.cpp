@@ -46,9 +46,9 @@ const std::vector<ModifierEntry>& registry() {
       {"env-devices", make_env_devices},
       {"hotplug", make_hotplug},
       {"cdi", alone<make_cdi>},
-      {"requirements", alone<make_requirements>},
+      {"requirements", make_requirements},
       {"devices-cgroup", alone<make_devices_cgroup>},
-      {"patches", alone<make_patches>},
+      {"patches", make_patches},
       // clang-format on
   };
   return entries;
@@ -60,7 +60,7 @@ std::vector<std::string> default_order() {
   return order;
 }
 
-Chain build_chain(config::Section& root) {
+Chain build_chain(config::Section& root, ChainFacts* facts) {
   // A key left out means its default, whether or not its table is there: a
   // [chain] table of comments alone (the shipped file) keeps the default order.
   std::vector<std::string> order = default_order();
@@ -82,6 +82,7 @@ Chain build_chain(config::Section& root) {
   config::Section kubelet = root.section("kubelet");
   shared.kubelet_keys = read_kubelet_table(kubelet);
   shared.root = &root;
+  shared.facts = facts;
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view

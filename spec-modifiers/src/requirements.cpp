@@ -8,9 +8,11 @@
 
 #include <algorithm>
 
+#include "requirements_modifier.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/registry.h"
 #include "specshim/syscalls.h"
 #include "specshim/text.h"
 
@@ -277,10 +279,11 @@ void Requirements::apply(Spec& spec, Context& ctx) {
 
 }  // namespace requirements
 
-std::unique_ptr<Modifier> make_requirements(config::Section& s) {
+std::unique_ptr<Modifier> make_requirements(config::Section& s, Shared& shared) {
   if (!s.lists("requirements", "rule")) return nullptr;
   auto rules = requirements::read_rules(s);
   if (rules.empty()) return nullptr;
+  if (shared.facts) shared.facts->rules = rules;
   return std::make_unique<requirements::Requirements>(std::move(rules));
 }
 

@@ -165,14 +165,6 @@ namespace {
 // kK0s is a node whose kubelet is not at /var/lib/kubelet (k0s).
 constexpr const char* kK0s = "[kubelet]\nroot = \"/var/lib/k0s/kubelet\"\nbudget-ms = 700\n";
 
-const std::vector<env_devices::Entry>& env_entries(const Chain& chain) {
-  for (const auto& m : chain.modifiers())
-    if (auto* e = dynamic_cast<const env_devices::EnvDevices*>(m.get())) return e->entries();
-  FAIL("no env-devices modifier in the chain");
-  static const std::vector<env_devices::Entry> none;
-  return none;
-}
-
 }  // namespace
 
 TEST_CASE("config [kubelet] root and budget-ms are what device-plugin and cpuset start from") {
@@ -230,9 +222,10 @@ TEST_CASE(
                                   "kubelet-root = \"/opt/kubelet\"\n",
                               "k.toml");
   auto root = doc.root();
-  Chain chain = build_chain(root);
+  ChainFacts facts;
+  Chain chain = build_chain(root, &facts);
   root.finish();
-  const auto& entries = env_entries(chain);
+  const auto& entries = facts.env_devices;
   REQUIRE(entries.size() == 2);
   REQUIRE(entries[0].kubelet_root == "/var/lib/k0s/kubelet");
   REQUIRE(entries[0].budget == std::chrono::milliseconds(700));

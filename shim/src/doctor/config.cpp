@@ -113,20 +113,18 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     auto doc = config::Document::load(file);
     auto root = doc.root();
     loaded.settings = read_settings(root);
-    Chain chain = build_chain(root);
+    ChainFacts facts;
+    Chain chain = build_chain(root, &facts);
     root.finish();
     read_probed_tables(doc, loaded);
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
-    for (const auto& m : chain.modifiers()) {
-      loaded.modifiers_on.emplace_back(m->name());
-      if (auto* r = dynamic_cast<const requirements::Requirements*>(m.get())) loaded.rules = r->rules();
-      if (auto* e = dynamic_cast<const env_devices::EnvDevices*>(m.get())) loaded.env_devices = e->entries();
-      if (auto* p = dynamic_cast<const patches::Patches*>(m.get()))
-        for (const auto& patch : p->patches())
-          c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
-                                  std::to_string(patch.set_mounts.size()) + " set-mounts");
-    }
+    for (const auto& m : chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
+    loaded.rules = std::move(facts.rules);
+    loaded.env_devices = std::move(facts.env_devices);
+    for (const auto& patch : facts.patches)
+      c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
+                              std::to_string(patch.set_mounts.size()) + " set-mounts");
     std::string on, off;
     for (const auto& e : registry()) {
       std::string& list = loaded.on(e.name) ? on : off;

@@ -9,7 +9,7 @@
 //   parse_list / format_list  the kernel's cpuset list syntax ("0,2-5")
 //   intersect / unite         set operations on sorted id lists
 //   read_config               [cpuset], strictly
-//   Cpuset                    the modifier: sources, memo, budget, policy
+//   Cpuset                    the modifier (src/cpuset_modifier.h): sources, memo, budget, policy
 #pragma once
 
 #include <chrono>
@@ -69,25 +69,5 @@ struct Config {
 // config errors.
 Config read_table(config::Section& s, const KubeletKeys& kubelet = {});
 std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet = {});
-
-// Cpuset is the modifier. One object serves one create (every pass of its
-// chain): PodResources is asked at most once, within one budget.
-class Cpuset final : public Modifier {
- public:
-  Cpuset(Config config, device_plugin::ClientFactory make_client);
-  Cpuset(Config config, std::shared_ptr<KubeletSession> session);
-  ~Cpuset() override;
-
-  std::string_view name() const override { return "cpuset"; }
-  void apply(Spec& spec, Context& ctx) override;
-  std::string last_change() const override;
-
-  // client_made tells whether the factory was called (tests of the hot path).
-  bool client_made() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 }  // namespace specshim::cpuset

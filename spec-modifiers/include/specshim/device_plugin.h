@@ -12,7 +12,7 @@
 //   parse_device_ids the JSON list of a direct request's annotation
 //   prepare_answer   validate a plugin's answer and look its device nodes up
 //   merge_answer     put a prepared answer into the spec, never twice
-//   DevicePlugin     the modifier: providers, resolution, memo, budget
+//   DevicePlugin     the modifier (src/device_plugin_modifier.h): providers, resolution, memo, budget
 #pragma once
 
 #include <chrono>
@@ -187,30 +187,5 @@ bool merge_list_annotation(Spec& spec, std::string_view key, const std::vector<s
 
 // ClientFactory makes the kubelet client the first time a provider needs it.
 using ClientFactory = KubeletClientFactory;
-
-// DevicePlugin is the modifier. One object serves one create (every pass of
-// its chain): it memoises what it resolved, so no (resource, IDs) is looked
-// up or allocated twice, and one budget covers all its kubelet calls.
-class DevicePlugin final : public Modifier {
- public:
-  DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup = stat_host_node);
-  // voided_env names the variables env-devices ends with `<ENV>=void`
-  // (Shared::voided_env): protect-env lets that entry be.
-  DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup = stat_host_node,
-               std::shared_ptr<const std::set<std::string>> voided_env = nullptr);
-  ~DevicePlugin() override;
-
-  std::string_view name() const override { return "device-plugin"; }
-  Feeds feeds() const override { return {.produces = {Feed::grants, Feed::cdi_origins}}; }
-  void apply(Spec& spec, Context& ctx) override;
-  std::string last_change() const override;
-
-  // client_made tells whether the factory was called (tests of the hot path).
-  bool client_made() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 }  // namespace specshim::device_plugin

@@ -11,7 +11,7 @@
 //   parse_device_list  a variable's value, with NCT's rules (research §1.3)
 //   read_entries       the [[env-devices]] entries
 //   grant_of           what one stored Allocate answer granted, as CDI names
-//   EnvDevices         the modifier: request, trust, grant, hand-over
+//   EnvDevices         the modifier (src/env_devices_modifier.h): request, trust, grant, hand-over
 #pragma once
 
 #include <chrono>
@@ -137,24 +137,5 @@ Granted grant_of(const Entry& entry, const Grant& grant);
 // qualify turns a list item into a qualified CDI name of kind; "" when it is
 // not a valid one (why says why).
 std::string qualify(std::string_view kind, std::string_view item, std::string* why = nullptr);
-
-// EnvDevices is the modifier; one object serves one create.
-class EnvDevices final : public Modifier {
- public:
-  EnvDevices(std::vector<Entry> entries, KubeletSessions& sessions);
-  EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSession> session);  // every entry on one kubelet
-  ~EnvDevices() override;
-
-  std::string_view name() const override { return "env-devices"; }
-  Feeds feeds() const override { return {.produces = {Feed::device_requests}, .consumes = {Feed::grants}}; }
-  void apply(Spec& spec, Context& ctx) override;
-  std::string last_change() const override;
-  bool idempotent() const override { return true; }
-  const std::vector<Entry>& entries() const;  // for `specshim doctor`
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 }  // namespace specshim::env_devices

@@ -48,20 +48,4 @@ std::string normal_destination(std::string_view destination);
 // recorded returns the names in a spec's record annotation.
 std::vector<std::string> recorded(const Spec& spec);
 
-// Patches applies, in config order, every matching patch not yet recorded,
-// then records the ones it applied. A patch applies whole or not at all: an
-// operation that fails on this spec throws and the spec keeps its state.
-class Patches : public Modifier {
- public:
-  explicit Patches(std::vector<Patch> patches) : patches_(std::move(patches)) {}
-  std::string_view name() const override { return "patches"; }
-  void apply(Spec& spec, Context& ctx) override;
-  std::string last_change() const override { return last_change_; }
-  const std::vector<Patch>& patches() const { return patches_; }
-
- private:
-  std::vector<Patch> patches_;
-  std::string last_change_;
-};
-
 }  // namespace specshim::patches

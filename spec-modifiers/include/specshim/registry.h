@@ -9,7 +9,10 @@
 
 #include "specshim/chain.h"
 #include "specshim/config.h"
+#include "specshim/env_devices.h"
 #include "specshim/modifiers.h"
+#include "specshim/patches.h"
+#include "specshim/requirements.h"
 
 namespace specshim {
 
@@ -29,9 +32,18 @@ const std::vector<ModifierEntry>& registry();
 // registry order.
 std::vector<std::string> default_order();
 
+// ChainFacts is what build_chain read of the modifiers it built, for a verb
+// that describes the chain (doctor) without looking into the modifiers.
+struct ChainFacts {
+  std::vector<requirements::Rule> rules;        // [[requirements]], when the modifier is on
+  std::vector<env_devices::Entry> env_devices;  // [[env-devices]], when on
+  std::vector<patches::Patch> patches;          // [[patches]], when on
+};
+
 // build_chain reads [chain] (order, max-passes) and each modifier's table from
-// root, builds the enabled modifiers in order and returns the chain. Throws
-// Error for unknown names, unknown keys and bad values.
-Chain build_chain(config::Section& root);
+// root, builds the enabled modifiers in order and returns the chain; facts,
+// when given, gets what they were built from. Throws Error for unknown
+// names, unknown keys and bad values.
+Chain build_chain(config::Section& root, ChainFacts* facts = nullptr);
 
 }  // namespace specshim

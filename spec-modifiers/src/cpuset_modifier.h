@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cpuset modifier's class, private to spec-modifiers: the chain
+// builds it through make_cpuset (specshim/modifiers.h), and doctor reads what it
+// was built from in ChainFacts (specshim/registry.h), not from the object.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specshim/cpuset.h"
+#include "specshim/modifier.h"
+
+namespace specshim::cpuset {
+
+// Cpuset is the modifier. One object serves one create (every pass of its
+// chain): PodResources is asked at most once, within one budget.
+class Cpuset final : public Modifier {
+ public:
+  Cpuset(Config config, device_plugin::ClientFactory make_client);
+  Cpuset(Config config, std::shared_ptr<KubeletSession> session);
+  ~Cpuset() override;
+
+  std::string_view name() const override { return "cpuset"; }
+  void apply(Spec& spec, Context& ctx) override;
+  std::string last_change() const override;
+
+  // client_made tells whether the factory was called (tests of the hot path).
+  bool client_made() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace specshim::cpuset
