@@ -27,16 +27,16 @@ struct Common {
 
 // Opened is the config as read once and the container opened with it.
 struct Opened {
-  config::Document doc;
+  ConfigFile config;
   Setup setup;
   Target target;
 };
 
 Opened open_common(const Common& c, bool require_live) {
-  auto doc = config::Document::load(c.config_file);
-  Setup setup = read_setup(doc, c.root);
+  ConfigFile config = read_config_file(c.config_file);
+  Setup setup = setup_of(config, c.root);
   Target t = open_target(setup, c.id, require_live);
-  return Opened{std::move(doc), std::move(setup), std::move(t)};
+  return Opened{std::move(config), std::move(setup), std::move(t)};
 }
 
 void print_warnings(const char* verb, const Change& ch) {
@@ -81,13 +81,13 @@ int attach_main(const std::vector<std::string>& argv) {
     std::vector<DeviceArg> args;
     for (const auto& d : devices) args.push_back(parse_device_arg(d));
     for (const auto& node : gpu_nodes(gpus, proc)) args.push_back(DeviceArg{node, node, "rwm"});
-    auto [doc, setup, t] = open_common(c, true);
+    auto [config, setup, t] = open_common(c, true);
     std::string what = "container " + q(c.id);
     try {
       Wanted w;
       for (const auto& a : args) w.devices.push_back(device_wanted(a));
       if (!cdis.empty()) cdi_wanted(setup, t, cdis, w);
-      auto bound = bound_of(doc, proc);
+      auto bound = bound_of(config, proc);
       check_bound(bound.get(), t, w);
       BundleLock lock(t.state.bundle);
       Record before = current_record(t.state.bundle, t.id);

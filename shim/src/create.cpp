@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "specshim/create.h"
+
 #include <cstdio>
 
 #include "argv.h"
+#include "config_file.h"
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"
-#include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "verbs.h"
@@ -43,16 +45,14 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
       throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
                   "` is unknown to specshim (the grammars of runc 1.1–1.5 and crun)");
     if (!parsed.refused.empty()) throw Error(parsed.refused);
-    auto doc = config::Document::load(config::path_from_env());
-    auto root = doc.root();
-    Settings settings = read_settings(root);
-    start_debug_log(settings);
-    std::string runtime = find_runtime(settings.runtime_path);
+    ConfigFile config = read_config_file(config::path_from_env());
+    start_debug_log(config.settings);
+    std::string runtime = find_runtime(config.settings.runtime_path);
 
     Context ctx;
     ctx.container_id = parsed.container_id;
     create::BundleDir bundle(absolute_bundle(parsed.bundle));
-    create::Outcome out = create::modify(bundle, root, std::move(ctx));
+    create::Outcome out = create::modify(bundle, config.chain, std::move(ctx));
     create::commit(bundle, out);
     log::info("{} {}: {} pass(es), {}", parsed.subcommand, parsed.container_id, out.result.passes,
               out.changed() ? "config.json rewritten" : "nothing to change");

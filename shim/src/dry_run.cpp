@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "argv.h"
+#include "config_file.h"
 #include "settings.h"
 #include "specshim/create.h"
 #include "specshim/error.h"
@@ -25,14 +26,12 @@ int dry_run_main(const std::vector<std::string>& argv) {
   cli.flag("--allow-allocate", allow_allocate, "let device-plugin calls Allocate (it may change plugin state)");
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
-    auto doc = config::Document::load(config_file);
-    auto root = doc.root();
-    read_settings(root);
+    ConfigFile config = read_config_file(config_file);
     Context ctx;
     ctx.dry_run = true;
     ctx.allow_allocate = allow_allocate;
     create::BundleDir dir(absolute_bundle(bundle));
-    create::Outcome out = create::modify(dir, root, std::move(ctx));
+    create::Outcome out = create::modify(dir, config.chain, std::move(ctx));
     if (format == "diff") {
       std::cout << Json::diff(out.original(), out.spec.json()).dump(2) << "\n";
     } else {

@@ -56,11 +56,8 @@ bool holds(const std::vector<std::string>& refs, const std::string& key) {
 
 class Reconciler {
  public:
-  explicit Reconciler(const Options& o)
-      : doc_(config::Document::load(o.config_file)), setup_(read_setup(doc_, o.root)) {
-    auto root = doc_.root();
-    auto section = root.section("hotplug");
-    hotplug::Config hc = hotplug::read_config(section);
+  explicit Reconciler(const Options& o) : config_(read_config_file(o.config_file)), setup_(setup_of(config_, o.root)) {
+    const hotplug::Config& hc = config_.hotplug;
     desired_ = o.desired.empty() ? hc.desired : o.desired;
     proc_ = o.proc.empty() ? hc.proc : o.proc;
   }
@@ -86,7 +83,7 @@ class Reconciler {
     last_report_.clear();
     bool ok = true;
     try {
-      bound_ = bound_of(doc_, proc_);  // read afresh each pass: what the kubelet allocated changes
+      bound_ = bound_of(config_, proc_);  // read afresh each pass: what the kubelet allocated changes
     } catch (const std::exception& e) {
       std::cerr << "specshim reconcile: " << describe(e) << "\n";
       return false;
@@ -222,7 +219,7 @@ class Reconciler {
     std::cerr << "specshim reconcile: " << what << "\n";
   }
 
-  config::Document doc_;
+  ConfigFile config_;
   Setup setup_;
   std::string desired_;
   std::string proc_;

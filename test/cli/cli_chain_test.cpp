@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real specshim binary against the recording fake runtime, creates through
 // the modifier chain: dry-run, cdi spec dirs and the parse cache, refused
-// creates' messages, temp files of dead creates, patches.
+// creates' messages, temp files of dead creates, patches, and the config
+// file read whole by every verb.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -270,4 +271,29 @@ TEST_CASE("patches: dry-run shows the ops, create applies them once and records 
   struct stat after {};
   ::stat((c.bundle / "config.json").c_str(), &after);
   REQUIRE(after.st_ino == before.st_ino);
+}
+
+TEST_CASE(
+    "every verb reads the config file whole: a key create refuses fails dry-run, the hot-plug verbs and diagnose") {
+  Cli c;
+  write_file(c.config, "[runtime]\npath = \"" + std::string(RECORDING_RUNTIME) + "\"\n[hotplug]\nno-such-key = 1\n");
+  const std::string unknown = "line 4: unknown key `hotplug.no-such-key`";
+  auto create = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(create.exit_code == 1);
+  REQUIRE_THAT(c.last_error(), Catch::Contains(unknown));
+
+  std::vector<std::vector<std::string>> verbs = {
+      {"dry-run", "--bundle", c.bundle.string()},
+      {"attach", "--device", "/dev/null", "id"},
+      {"detach", "--device", "/dev/null", "id"},
+      {"attached", "id"},
+      {"diagnose", "id"},
+  };
+  for (const auto& args : verbs) {
+    CAPTURE(args[0]);
+    auto r = c.shim(args);
+    CHECK(r.exit_code == (args[0] == "diagnose" ? 2 : 1));  // diagnose: 2, the container cannot be inspected
+    CHECK_THAT(r.err, Catch::Contains(unknown));
+  }
+  CHECK_FALSE(c.runtime_ran());  // refused before the runtime is asked for any container
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "config_file.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/cdi.h"
@@ -25,21 +26,19 @@ namespace diagnose {
 namespace {
 
 Setup read_setup(const Options& o) {
-  auto doc = config::Document::load(o.config_file);
-  auto root = doc.root();
+  ConfigFile config = read_config_file(o.config_file);
+  auto root = config.doc.root();
   Setup s;
-  s.runtime = find_runtime(read_settings(root).runtime_path);
+  s.runtime = find_runtime(config.settings.runtime_path);
   s.runtime_root = o.root;
-  auto cdi = root.section("cdi");
-  s.cdi_dirs = cdi::read_spec_dirs(cdi);
+  s.cdi_dirs = config.cdi_dirs;
   auto kubelet = root.section("kubelet");
   KubeletKeys keys = read_kubelet_table(kubelet);
   auto device_plugin = root.section("device-plugin");
   auto dp = device_plugin::read_table(device_plugin, keys);
   s.kubelet_root = dp.kubelet_root;
   s.kubelet_budget = dp.budget;
-  auto hotplug_table = root.section("hotplug");
-  s.accelerators = pod_allocation::read_sources(root, hotplug::read_config(hotplug_table).proc);
+  s.accelerators = pod_allocation::read_sources(root, config.hotplug.proc);
   return s;
 }
 

@@ -2,6 +2,7 @@
 // Doctor's config check: the config loads exactly as create would load it.
 #include <algorithm>
 
+#include "config_file.h"
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
@@ -110,19 +111,16 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
   Check c("config");
   read_probed_tables(config::Document::parse("", "built-in defaults"), loaded);
   try {
-    auto doc = config::Document::load(file);
-    auto root = doc.root();
-    loaded.settings = read_settings(root);
-    ChainFacts facts;
-    Chain chain = build_chain(root, &facts);
-    root.finish();
+    ConfigFile config = read_config_file(file);
+    const config::Document& doc = config.doc;
+    loaded.settings = config.settings;
     read_probed_tables(doc, loaded);
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
-    for (const auto& m : chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
-    loaded.rules = std::move(facts.rules);
-    loaded.env_devices = std::move(facts.env_devices);
-    for (const auto& patch : facts.patches)
+    for (const auto& m : config.chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
+    loaded.rules = std::move(config.facts.rules);
+    loaded.env_devices = std::move(config.facts.env_devices);
+    for (const auto& patch : config.facts.patches)
       c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
                               std::to_string(patch.set_mounts.size()) + " set-mounts");
     std::string on, off;
