@@ -7,7 +7,7 @@ script=${1:?usage: structure_catches.sh CHECK_STRUCTURE_PY}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# A tree that follows the rules: base under spec-modifiers and live, shim on top.
+# A tree that follows the rules: base under spec-modifiers, live over it, shim on top.
 good() {
   rm -rf "$tmp/tree"
   mkdir -p "$tmp/tree"/{base,kubelet-client,spec-modifiers,live,shim}/{include/specshim,src} "$tmp/tree/test"
@@ -17,7 +17,7 @@ good() {
   printf '#pragma once\n' > base/src/private.h
   printf '#pragma once\n#include "specshim/error.h"\n' > spec-modifiers/include/specshim/chain.h
   printf '#include "specshim/chain.h"\n' > spec-modifiers/src/chain.cpp
-  printf '#pragma once\n#include "specshim/error.h"\n' > live/include/specshim/container.h
+  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/chain.h"\n' > live/include/specshim/container.h
   printf '#include "specshim/container.h"\n#include "specshim/chain.h"\n' > shim/src/main.cpp
 }
 
@@ -45,9 +45,9 @@ good  # upward: base includes a modifier header
 printf '#include "specshim/chain.h"\n' >> base/src/error.cpp
 fails_with 'base/src/error.cpp: includes "specshim/chain.h" of spec-modifiers, which base must not depend on'
 
-good  # siblings: live includes spec-modifiers
-printf '#include "specshim/chain.h"\n' >> live/include/specshim/container.h
-fails_with 'includes "specshim/chain.h" of spec-modifiers, which live must not depend on'
+good  # downward but against the order: spec-modifiers includes live (live stands on spec-modifiers)
+printf '#include "specshim/container.h"\n' >> spec-modifiers/src/chain.cpp
+fails_with 'spec-modifiers/src/chain.cpp: includes "specshim/container.h" of live, which spec-modifiers must not depend on'
 
 good  # a circle: a.cpp -> b.h, b.cpp -> a.h
 printf '#pragma once\n' > base/src/a.h
