@@ -24,7 +24,6 @@ struct ConfigFile {
   config::Document doc;  // every table and key in it is known; a verb may read more of it
   Settings settings;
   Chain chain;
-  ChainFacts facts;                                  // what the chain's modifiers were built from
   std::optional<std::vector<std::string>> cdi_dirs;  // [cdi] spec-dirs; nullopt: enabled = false
   hotplug::Config hotplug;
 };

@@ -477,6 +477,10 @@ EnvDevices::EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSessio
 
 EnvDevices::~EnvDevices() = default;
 
+void EnvDevices::describe(ChainFacts& facts) const {
+  facts.env_devices = state_->entries;
+}
+
 std::string EnvDevices::last_change() const {
   return join(state_->changes, "; ");
 }
@@ -516,7 +520,6 @@ std::unique_ptr<Modifier> make_env_devices(config::Section& s, Shared& shared) {
   if (entries.empty()) return nullptr;
   for (const auto& e : entries)
     if (e.after == env_devices::After::void_value) shared.voided_env->insert(e.env);
-  if (shared.facts) shared.facts->env_devices = entries;
   return std::make_unique<env_devices::EnvDevices>(std::move(entries), shared.kubelet);
 }
 

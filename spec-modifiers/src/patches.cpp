@@ -168,13 +168,16 @@ void Patches::apply(Spec& spec, Context&) {
   last_change_ = "applied " + join(applied, ",");
 }
 
+void Patches::describe(ChainFacts& facts) const {
+  facts.patches = patches_;
+}
+
 }  // namespace patches
 
-std::unique_ptr<Modifier> make_patches(config::Section& s, Shared& shared) {
+std::unique_ptr<Modifier> make_patches(config::Section& s) {
   if (!s.lists("patches", "patch")) return nullptr;
   auto list = patches::read_patches(s);
   if (list.empty()) return nullptr;
-  if (shared.facts) shared.facts->patches = list;
   return std::make_unique<patches::Patches>(std::move(list));
 }
 

@@ -46,9 +46,9 @@ const std::vector<ModifierEntry>& registry() {
       {"env-devices", make_env_devices},
       {"hotplug", make_hotplug},
       {"cdi", alone<make_cdi>},
-      {"requirements", make_requirements},
+      {"requirements", alone<make_requirements>},
       {"devices-cgroup", alone<make_devices_cgroup>},
-      {"patches", make_patches},
+      {"patches", alone<make_patches>},
       // clang-format on
   };
   return entries;
@@ -60,7 +60,7 @@ std::vector<std::string> default_order() {
   return order;
 }
 
-Chain build_chain(config::Section& root, ChainFacts* facts) {
+Chain build_chain(config::Section& root) {
   // A key left out means its default, whether or not its table is there: a
   // [chain] table of comments alone (the shipped file) keeps the default order.
   std::vector<std::string> order = default_order();
@@ -82,7 +82,6 @@ Chain build_chain(config::Section& root, ChainFacts* facts) {
   config::Section kubelet = root.section("kubelet");
   shared.kubelet_keys = read_kubelet_table(kubelet);
   shared.root = &root;
-  shared.facts = facts;
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view
@@ -101,6 +100,12 @@ Chain build_chain(config::Section& root, ChainFacts* facts) {
     throw Error("the default chain order: " + problem);  // a bug in registry()
   }
   return Chain(std::move(modifiers), static_cast<int>(max_passes));
+}
+
+ChainFacts describe(const Chain& chain) {
+  ChainFacts facts;
+  for (const auto& m : chain.modifiers()) m->describe(facts);
+  return facts;
 }
 
 }  // namespace specshim

@@ -277,13 +277,16 @@ void Requirements::apply(Spec& spec, Context& ctx) {
   allow_syscalls(spec, matched);
 }
 
+void Requirements::describe(ChainFacts& facts) const {
+  facts.rules = rules_;
+}
+
 }  // namespace requirements
 
-std::unique_ptr<Modifier> make_requirements(config::Section& s, Shared& shared) {
+std::unique_ptr<Modifier> make_requirements(config::Section& s) {
   if (!s.lists("requirements", "rule")) return nullptr;
   auto rules = requirements::read_rules(s);
   if (rules.empty()) return nullptr;
-  if (shared.facts) shared.facts->rules = rules;
   return std::make_unique<requirements::Requirements>(std::move(rules));
 }
 

@@ -222,9 +222,9 @@ TEST_CASE(
                                   "kubelet-root = \"/opt/kubelet\"\n",
                               "k.toml");
   auto root = doc.root();
-  ChainFacts facts;
-  Chain chain = build_chain(root, &facts);
+  Chain chain = build_chain(root);
   root.finish();
+  ChainFacts facts = describe(chain);
   const auto& entries = facts.env_devices;
   REQUIRE(entries.size() == 2);
   REQUIRE(entries[0].kubelet_root == "/var/lib/k0s/kubelet");

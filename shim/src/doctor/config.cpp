@@ -118,9 +118,10 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
     for (const auto& m : config.chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
-    loaded.rules = std::move(config.facts.rules);
-    loaded.env_devices = std::move(config.facts.env_devices);
-    for (const auto& patch : config.facts.patches)
+    ChainFacts facts = describe(config.chain);
+    loaded.rules = std::move(facts.rules);
+    loaded.env_devices = std::move(facts.env_devices);
+    for (const auto& patch : facts.patches)
       c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
                               std::to_string(patch.set_mounts.size()) + " set-mounts");
     std::string on, off;

@@ -13,8 +13,6 @@
 
 namespace specshim {
 
-struct ChainFacts;  // specshim/registry.h
-
 // Shared is what build_chain hands the factories of modifiers that work
 // together, before any of them runs.
 struct Shared {
@@ -32,9 +30,6 @@ struct Shared {
   // that reads other tables than its own (hotplug's bound: the resources
   // device-plugin and env-devices know). Not kept past the factory.
   config::Section* root = nullptr;
-  // Where a factory puts what it read for those who describe the chain
-  // (build_chain's facts); null: nobody asked.
-  ChainFacts* facts = nullptr;
 };
 
 // PasswdScope is [passwd]'s `match` and `required`: which containers get
@@ -54,7 +49,7 @@ std::unique_ptr<Modifier> make_devices_cgroup(config::Section& section);
 std::unique_ptr<Modifier> make_device_plugin(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_cpuset(config::Section& section, Shared& shared);
 std::unique_ptr<Modifier> make_env_devices(config::Section& section, Shared& shared);
-std::unique_ptr<Modifier> make_requirements(config::Section& section, Shared& shared);
-std::unique_ptr<Modifier> make_patches(config::Section& section, Shared& shared);
+std::unique_ptr<Modifier> make_requirements(config::Section& section);
+std::unique_ptr<Modifier> make_patches(config::Section& section);
 std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared);
 }  // namespace specshim

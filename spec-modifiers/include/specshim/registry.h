@@ -32,18 +32,20 @@ const std::vector<ModifierEntry>& registry();
 // registry order.
 std::vector<std::string> default_order();
 
-// ChainFacts is what build_chain read of the modifiers it built, for a verb
-// that describes the chain (doctor) without looking into the modifiers.
-struct ChainFacts {
-  std::vector<requirements::Rule> rules;        // [[requirements]], when the modifier is on
-  std::vector<env_devices::Entry> env_devices;  // [[env-devices]], when on
-  std::vector<patches::Patch> patches;          // [[patches]], when on
-};
-
 // build_chain reads [chain] (order, max-passes) and each modifier's table from
-// root, builds the enabled modifiers in order and returns the chain; facts,
-// when given, gets what they were built from. Throws Error for unknown
-// names, unknown keys and bad values.
-Chain build_chain(config::Section& root, ChainFacts* facts = nullptr);
+// root, builds the enabled modifiers in order and returns the chain. Throws
+// Error for unknown names, unknown keys and bad values.
+Chain build_chain(config::Section& root);
+
+// ChainFacts is what the modifiers of a chain were built from, for a verb
+// that describes the chain (doctor) without looking into the modifiers:
+// each fills in its part (Modifier::describe).
+struct ChainFacts {
+  std::vector<requirements::Rule> rules;        // [[requirements]], when the modifier is in the chain
+  std::vector<env_devices::Entry> env_devices;  // [[env-devices]], likewise
+  std::vector<patches::Patch> patches;          // [[patches]], likewise
+};
+// describe asks every modifier of chain for its part of the facts.
+ChainFacts describe(const Chain& chain);
 
 }  // namespace specshim
