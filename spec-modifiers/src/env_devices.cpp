@@ -477,7 +477,7 @@ EnvDevices::EnvDevices(std::vector<Entry> entries, std::shared_ptr<KubeletSessio
 
 EnvDevices::~EnvDevices() = default;
 
-void EnvDevices::describe(ChainFacts& facts) const {
+void EnvDevices::add_facts(ChainFacts& facts) const {
   facts.env_devices = state_->entries;
 }
 

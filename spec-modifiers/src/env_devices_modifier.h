@@ -26,7 +26,7 @@ class EnvDevices final : public Modifier {
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override;
   bool idempotent() const override { return true; }
-  void describe(ChainFacts& facts) const override;
+  void add_facts(ChainFacts& facts) const override;
 
  private:
   struct State;

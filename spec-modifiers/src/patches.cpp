@@ -168,7 +168,7 @@ void Patches::apply(Spec& spec, Context&) {
   last_change_ = "applied " + join(applied, ",");
 }
 
-void Patches::describe(ChainFacts& facts) const {
+void Patches::add_facts(ChainFacts& facts) const {
   facts.patches = patches_;
 }
 

@@ -24,7 +24,7 @@ class Patches : public Modifier {
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override { return last_change_; }
   const std::vector<Patch>& patches() const { return patches_; }
-  void describe(ChainFacts& facts) const override;
+  void add_facts(ChainFacts& facts) const override;
 
  private:
   std::vector<Patch> patches_;

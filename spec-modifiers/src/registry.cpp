@@ -102,9 +102,9 @@ Chain build_chain(config::Section& root) {
   return Chain(std::move(modifiers), static_cast<int>(max_passes));
 }
 
-ChainFacts describe(const Chain& chain) {
+ChainFacts facts_of(const Chain& chain) {
   ChainFacts facts;
-  for (const auto& m : chain.modifiers()) m->describe(facts);
+  for (const auto& m : chain.modifiers()) m->add_facts(facts);
   return facts;
 }
 

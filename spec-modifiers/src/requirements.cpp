@@ -277,7 +277,7 @@ void Requirements::apply(Spec& spec, Context& ctx) {
   allow_syscalls(spec, matched);
 }
 
-void Requirements::describe(ChainFacts& facts) const {
+void Requirements::add_facts(ChainFacts& facts) const {
   facts.rules = rules_;
 }
 

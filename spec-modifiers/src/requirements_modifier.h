@@ -27,7 +27,7 @@ class Requirements : public Modifier {
   std::string_view name() const override { return "requirements"; }
   void apply(Spec& spec, Context& ctx) override;
   const std::vector<Rule>& rules() const { return rules_; }
-  void describe(ChainFacts& facts) const override;
+  void add_facts(ChainFacts& facts) const override;
 
  private:
   std::vector<Rule> rules_;

@@ -224,7 +224,7 @@ TEST_CASE(
   auto root = doc.root();
   Chain chain = build_chain(root);
   root.finish();
-  ChainFacts facts = describe(chain);
+  ChainFacts facts = facts_of(chain);
   const auto& entries = facts.env_devices;
   REQUIRE(entries.size() == 2);
   REQUIRE(entries[0].kubelet_root == "/var/lib/k0s/kubelet");

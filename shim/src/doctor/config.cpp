@@ -118,7 +118,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
     for (const auto& m : config.chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
-    ChainFacts facts = describe(config.chain);
+    ChainFacts facts = facts_of(config.chain);
     loaded.rules = std::move(facts.rules);
     loaded.env_devices = std::move(facts.env_devices);
     for (const auto& patch : facts.patches)

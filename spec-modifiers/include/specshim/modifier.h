@@ -168,9 +168,9 @@ class Modifier {
   // feeds declares the parts of the Context this modifier writes and reads
   // (Feed); build_chain orders nothing by it, it refuses a wrong order.
   virtual Feeds feeds() const { return {}; }
-  // describe adds what this modifier was built from to facts, for a verb
+  // add_facts adds what this modifier was built from to facts, for a verb
   // that describes the chain (doctor); never called by a create.
-  virtual void describe(ChainFacts& facts) const { (void)facts; }
+  virtual void add_facts(ChainFacts& facts) const { (void)facts; }
 };
 
 }  // namespace specshim

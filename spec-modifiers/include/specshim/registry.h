@@ -39,13 +39,13 @@ Chain build_chain(config::Section& root);
 
 // ChainFacts is what the modifiers of a chain were built from, for a verb
 // that describes the chain (doctor) without looking into the modifiers:
-// each fills in its part (Modifier::describe).
+// each fills in its part (Modifier::add_facts).
 struct ChainFacts {
   std::vector<requirements::Rule> rules;        // [[requirements]], when the modifier is in the chain
   std::vector<env_devices::Entry> env_devices;  // [[env-devices]], likewise
   std::vector<patches::Patch> patches;          // [[patches]], likewise
 };
-// describe asks every modifier of chain for its part of the facts.
-ChainFacts describe(const Chain& chain);
+// facts_of asks every modifier of chain for its part of the facts.
+ChainFacts facts_of(const Chain& chain);
 
 }  // namespace specshim
