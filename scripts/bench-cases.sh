@@ -138,7 +138,11 @@ echo "{\"Data\": {\"PodDeviceEntries\": [$ev_entries], \"RegisteredDevices\": nu
 make_bundle "$work/ev2" 0
 jq -c '.process.env += ["ACCEL_VISIBLE_DEVICES=all", "ACCEL_VISIBLE_DEVICES=0,1"]' "$work/ev2/config.orig" >"$work/ev2/config.json"
 cp "$work/ev2/config.json" "$work/ev2/config.orig"
-restore_ev2="cp $work/ev2/config.orig $work/ev2/config.json; $restore_cdi2"
+# hyperfine runs a --prepare command without a shell (-N): one command each.
+# The pairs run theirs with sh -c, so the env-list − annotation pair restores
+# both bundles in one.
+restore_ev2="cp $work/ev2/config.orig $work/ev2/config.json"
+restore_ev2_cdi2="$restore_ev2; $restore_cdi2"
 extra_cases+=(
   'bench_prepared create-env2 "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/ev2")"'
 )
@@ -153,7 +157,7 @@ if [ -n "$against" ]; then
   )
 else
   extra_pairs+=(
-    'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
+    'pair "create, 2 devices from an env list + checkpoint − the same by CDI annotation (env-devices on in both)" "$work/ev.toml" "$restore_ev2_cdi2" "$(create_cmd "$work/cdi2")" "$(create_cmd "$work/ev2")"'
   )
 fi
 
