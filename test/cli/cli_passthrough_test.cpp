@@ -176,20 +176,19 @@ TEST_CASE("runtime lookup: configured path missing, PATH skips specshim itself")
 }
 
 TEST_CASE("with no runc on PATH, crun on PATH is the runtime (runtime kinds, in order)") {
+  // specshim itself is not on this PATH: the test runs under qemu-user too,
+  // where specshim cannot tell itself from another runc on PATH.
   Cli c;
-  fs::create_directories(c.tmp / "a");
   fs::create_directories(c.tmp / "b");
-  fs::copy_file(SPECSHIM_BINARY, c.tmp / "a" / "runc");
   fs::copy_file(RECORDING_RUNTIME, c.tmp / "b" / "crun");
   write_file(c.config, "");
-  std::string path = (c.tmp / "a").string() + ":" + (c.tmp / "b").string();
-  auto r = run_process({(c.tmp / "a" / "runc").string(), "state", "x"}, c.env({{"PATH", path}}));
+  auto r = run_process({SPECSHIM_BINARY, "state", "x"}, c.env({{"PATH", (c.tmp / "b").string()}}));
   REQUIRE(r.exit_code == 0);
   REQUIRE(c.recorded_argv()[0] == (c.tmp / "b" / "crun").string());
 
   // runc, where there is one, comes first.
   fs::copy_file(RECORDING_RUNTIME, c.tmp / "b" / "runc");
-  auto both = run_process({(c.tmp / "a" / "runc").string(), "state", "x"}, c.env({{"PATH", path}}));
+  auto both = run_process({SPECSHIM_BINARY, "state", "x"}, c.env({{"PATH", (c.tmp / "b").string()}}));
   REQUIRE(both.exit_code == 0);
   REQUIRE(c.recorded_argv()[0] == (c.tmp / "b" / "runc").string());
 }
