@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "config_file.h"
+#include "specshim/config_file.h"
 #include "specshim/live/attach.h"
 
 namespace specshim::shim::attach {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "argv.h"
-#include "config_file.h"
+#include "specshim/config_file.h"
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "argv.h"
-#include "config_file.h"
+#include "specshim/config_file.h"
 #include "settings.h"
 #include "specshim/create.h"
 #include "specshim/error.h"

@@ -18,30 +18,6 @@ void sink(log::Level level, std::string_view msg) {
 
 }  // namespace
 
-Settings read_settings(config::Section& root) {
-  Settings s;
-  auto runtime = root.section("runtime");
-  s.runtime_path = runtime.string("path");
-  if (s.runtime_path && (s.runtime_path->empty() || (*s.runtime_path)[0] != '/'))
-    runtime.fail("path", "must be an absolute path");
-  runtime.finish();
-
-  auto logt = root.section("log");
-  s.log_file = logt.string("file");
-  if (s.log_file && (s.log_file->empty() || (*s.log_file)[0] != '/')) logt.fail("file", "must be an absolute path");
-  if (auto level = logt.string("level")) {
-    static const std::pair<const char*, log::Level> levels[] = {
-        {"trace", log::Level::trace}, {"debug", log::Level::debug}, {"info", log::Level::info},
-        {"warn", log::Level::warn},   {"error", log::Level::error}, {"off", log::Level::off}};
-    bool found = false;
-    for (auto& [name, l] : levels)
-      if (*level == name) s.log_level = l, found = true;
-    if (!found) logt.fail("level", "must be one of trace, debug, info, warn, error, off");
-  }
-  logt.finish();
-  return s;
-}
-
 std::optional<std::string> runtime_path_only(const config::Document& doc) {
   try {
     auto root = doc.root();

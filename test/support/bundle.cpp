@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bundle.h"
 
-#include "config_file.h"
+#include "specshim/config_file.h"
 
 namespace specshim::test {
 
 create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run) {
-  shim::ConfigFile config =
-      shim::read_config_file(config::Document::parse(config_text, (bundle / "config.toml").string()));
+  ConfigFile config =
+      read_config_file(config::Document::parse(config_text, (bundle / "config.toml").string()));
   Context ctx;
   ctx.container_id = "golden";
   ctx.dry_run = dry_run;

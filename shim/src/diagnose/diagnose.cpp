@@ -10,7 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "config_file.h"
+#include "specshim/config_file.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/cdi.h"

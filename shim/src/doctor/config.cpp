@@ -2,7 +2,7 @@
 // Doctor's config check: the config loads exactly as create would load it.
 #include <algorithm>
 
-#include "config_file.h"
+#include "specshim/config_file.h"
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
 #include "specshim/error.h"
