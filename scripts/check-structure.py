@@ -10,7 +10,7 @@ Fails (exit 1), naming each offending file, when:
   - a library includes a header of a library it must not depend on: the
     layers are base and kubelet-client at the bottom, spec-modifiers over
     them, live (the hot-plug engine resolves CDI devices with the
-    modifiers' readers) over that, the front-ends (shim) on top (LAYERS
+    modifiers' readers) over that, the front-ends (shim, nri) on top (LAYERS
     below);
   - the includes form a circle between modules (a module is foo.h with
     foo.cpp beside it: checkpoint.cpp -> wire.h -> ... -> checkpoint.h);
@@ -30,6 +30,8 @@ LAYERS = {
     "spec-modifiers": {"base", "kubelet-client"},
     "live": {"base", "kubelet-client", "spec-modifiers"},
     "shim": {"base", "kubelet-client", "spec-modifiers", "live"},
+    # The second front-end, beside the shim: the create core through NRI.
+    "nri": {"base", "kubelet-client", "spec-modifiers"},
 }
 TESTS = "test"
 SOURCE = re.compile(r"\.(cpp|h|c)$")

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+// The chain's difference as a ContainerAdjustment (adjust.h).
+#include "specshim/nri/adjust.h"
+
+#include <map>
+
+#include "specshim/device_rules.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+
+namespace specshim::nri {
+namespace {
+
+// Refusal builds the one message every refused field gets.
+struct Refusal {
+  const Level& level;
+  std::string_view changed_by;
+  [[noreturn]] void operator()(const std::string& field, const std::string& why) const {
+    std::string by = changed_by.empty() ? "the chain" : "the chain (" + std::string(changed_by) + ")";
+    throw Error(by + " changed " + field + ", which NRI on " + level.runtime + " cannot pass on: " + why);
+  }
+};
+
+const Json* at(const Json& j, std::initializer_list<const char*> path) {
+  const Json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object()) return nullptr;
+    auto it = p->find(k);
+    if (it == p->end()) return nullptr;
+    p = &*it;
+  }
+  return p;
+}
+
+const Json& array_at(const Json& j, std::initializer_list<const char*> path) {
+  static const Json empty = Json::array();
+  const Json* p = at(j, path);
+  return p && p->is_array() ? *p : empty;
+}
+
+void erase(Json& j, std::initializer_list<const char*> path) {
+  Json* p = &j;
+  const char* last = nullptr;
+  for (const char* k : path) {
+    if (last) {
+      if (!p->is_object() || !p->contains(last)) return;
+      p = &(*p)[last];
+    }
+    last = k;
+  }
+  if (p->is_object()) p->erase(last);
+}
+
+// prune drops empty objects and arrays, which OCI reads as absent.
+void prune(Json& j) {
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end();) {
+    prune(it.value());
+    if ((it.value().is_object() || it.value().is_array()) && it.value().empty())
+      it = j.erase(it);
+    else
+      ++it;
+  }
+}
+
+// first_difference names the first place a and b differ, "process.capabilities".
+std::string first_difference(const Json& a, const Json& b, const std::string& where) {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      std::string w = where.empty() ? it.key() : where + "." + it.key();
+      if (!b.contains(it.key())) return w;
+      if (b[it.key()] != it.value()) return first_difference(it.value(), b[it.key()], w);
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key())) return where.empty() ? it.key() : where + "." + it.key();
+  }
+  return where;
+}
+
+// env_map: the value each key of a process.env list has for the process
+// (its last entry), keys in first-seen order.
+std::vector<std::pair<std::string, std::string>> env_map(const Json& env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::map<std::string, std::size_t> index;
+  for (const auto& e : env) {
+    if (!e.is_string()) continue;
+    std::string s = e.get<std::string>();
+    auto eq = s.find('=');
+    std::string k = s.substr(0, eq), v = eq == std::string::npos ? "" : s.substr(eq + 1);
+    auto [it, fresh] = index.emplace(k, out.size());
+    if (fresh)
+      out.emplace_back(k, v);
+    else
+      out[it->second].second = v;
+  }
+  return out;
+}
+
+void adjust_env(const Json& before, const Json& after, api::ContainerAdjustment& adj) {
+  auto b = env_map(array_at(before, {"process", "env"})), a = env_map(array_at(after, {"process", "env"}));
+  std::map<std::string, std::string> old(b.begin(), b.end()), now(a.begin(), a.end());
+  for (auto& [k, v] : a) {
+    auto it = old.find(k);
+    if (it != old.end() && it->second == v) continue;
+    auto* kv = adj.add_env();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  for (auto& [k, v] : b)
+    if (!now.count(k)) adj.add_env()->set_key("-" + k);
+}
+
+void adjust_annotations(const Json& before, const Json& after, api::ContainerAdjustment& adj) {
+  static const Json none = Json::object();
+  const Json* b = at(before, {"annotations"});
+  const Json* a = at(after, {"annotations"});
+  if (!b || !b->is_object()) b = &none;
+  if (!a || !a->is_object()) a = &none;
+  for (auto it = a->begin(); it != a->end(); ++it) {
+    if (!it.value().is_string()) continue;
+    if (b->contains(it.key()) && (*b)[it.key()] == it.value()) continue;
+    (*adj.mutable_annotations())[it.key()] = it.value().get<std::string>();
+  }
+  for (auto it = b->begin(); it != b->end(); ++it)
+    if (!a->contains(it.key())) (*adj.mutable_annotations())["-" + it.key()] = "";
+}
+
+std::map<std::string, Json> by_key(const Json& list, const char* key) {
+  std::map<std::string, Json> out;
+  for (const auto& e : list)
+    if (e.is_object() && e.contains(key) && e[key].is_string()) out[e[key].get<std::string>()] = e;
+  return out;
+}
+
+std::vector<std::string> string_list(const Json& j, const char* key) {
+  std::vector<std::string> out;
+  if (j.contains(key) && j[key].is_array())
+    for (const auto& s : j[key])
+      if (s.is_string()) out.push_back(s.get<std::string>());
+  return out;
+}
+
+void adjust_mounts(const Json& before, const Json& after, api::ContainerAdjustment& adj) {
+  auto b = by_key(array_at(before, {"mounts"}), "destination");
+  auto a = by_key(array_at(after, {"mounts"}), "destination");
+  // In the order the chain has them: NRI sorts what it adds by destination.
+  for (const auto& m : array_at(after, {"mounts"})) {
+    if (!m.is_object() || !m.contains("destination")) continue;
+    std::string dest = m["destination"].get<std::string>();
+    auto it = b.find(dest);
+    if (it != b.end() && it->second == m) continue;
+    auto* out = adj.add_mounts();
+    out->set_destination(dest);
+    out->set_type(m.value("type", ""));
+    out->set_source(m.value("source", ""));
+    for (auto& o : string_list(m, "options")) out->add_options(o);
+  }
+  for (auto& [dest, m] : b)
+    if (!a.count(dest)) adj.add_mounts()->set_destination("-" + dest);
+}
+
+void adjust_hooks(const Json& before, const Json& after, api::ContainerAdjustment& adj, const Refusal& refuse) {
+  using Field = google::protobuf::RepeatedPtrField<api::Hook>* (api::Hooks::*)();
+  static const std::pair<const char*, Field> kinds[] = {{"prestart", &api::Hooks::mutable_prestart},
+                                                        {"createRuntime", &api::Hooks::mutable_create_runtime},
+                                                        {"createContainer", &api::Hooks::mutable_create_container},
+                                                        {"startContainer", &api::Hooks::mutable_start_container},
+                                                        {"poststart", &api::Hooks::mutable_poststart},
+                                                        {"poststop", &api::Hooks::mutable_poststop}};
+  for (auto& [name, field] : kinds) {
+    const Json& b = array_at(before, {"hooks", name});
+    const Json& a = array_at(after, {"hooks", name});
+    bool prefix = a.size() >= b.size() && std::equal(b.begin(), b.end(), a.begin());
+    if (!prefix) refuse(std::string("hooks.") + name, "NRI appends hooks; it cannot remove or change one");
+    for (std::size_t i = b.size(); i < a.size(); ++i) {
+      api::Hook* h = (adj.mutable_hooks()->*field)()->Add();
+      h->set_path(a[i].value("path", ""));
+      for (auto& s : string_list(a[i], "args")) h->add_args(s);
+      for (auto& s : string_list(a[i], "env")) h->add_env(s);
+      if (a[i].contains("timeout") && a[i]["timeout"].is_number_integer())
+        h->mutable_timeout()->set_value(a[i]["timeout"].get<std::int64_t>());
+    }
+  }
+}
+
+std::vector<DeviceRule> rules_of(const Json& spec) {
+  Json j = {{"linux", {{"resources", {{"devices", array_at(spec, {"linux", "resources", "devices"})}}}}}};
+  return read_device_rules(Spec::parse(j.dump()));
+}
+
+// allows: whether rules (in order, the last match deciding, as the devices
+// cgroup applies them over a default deny) allow every letter of access on
+// the device.
+bool allows(const std::vector<DeviceRule>& rules, char type, std::int64_t major, std::int64_t minor,
+            std::string_view access) {
+  for (char letter : access) {
+    bool allowed = false;
+    for (const auto& r : rules) {
+      bool hits = (r.type == 'a' || r.type == type) && (!r.major || *r.major == major) &&
+                  (!r.minor || *r.minor == minor) && r.access.find(letter) != std::string::npos;
+      if (hits) allowed = r.allow;
+    }
+    if (!allowed) return false;
+  }
+  return true;
+}
+
+// same_node: the same device node at the same path, whatever its mode and owner.
+bool same_node(const Json& a, const Json& b) {
+  for (const char* key : {"path", "type", "major", "minor"})
+    if (a.value(key, Json()) != b.value(key, Json())) return false;
+  return true;
+}
+
+// implicit_access: the allow rule NRI adds with each device it adds
+// (AdjustDevices): "rw" for a character device, "rwm" for a block device.
+std::string implicit_access(char type) {
+  return type == 'b' ? "rwm" : "rw";
+}
+
+std::string rule_text(const DeviceRule& r) {
+  auto num = [](const std::optional<std::int64_t>& n) { return n ? std::to_string(*n) : std::string("*"); };
+  return std::string(r.allow ? "allow " : "deny ") + r.type + " " + num(r.major) + ":" + num(r.minor) + " " + r.access;
+}
+
+void adjust_devices(const Json& before, const Json& after, api::ContainerAdjustment& adj, const Level& level,
+                    const Refusal& refuse) {
+  auto b = by_key(array_at(before, {"linux", "devices"}), "path");
+  auto a = by_key(array_at(after, {"linux", "devices"}), "path");
+  std::vector<DeviceRule> final_rules = rules_of(after);
+  std::vector<DeviceRule> implicit;  // the rules NRI will add for the devices below
+  for (const auto& d : array_at(after, {"linux", "devices"})) {
+    if (!d.is_object() || !d.contains("path")) continue;
+    std::string path = d["path"].get<std::string>();
+    auto it = b.find(path);
+    if (it != b.end() && it->second == d) continue;
+    if (it != b.end() && same_node(it->second, d)) {
+      // Only its mode or owner differ (a CDI spec's node that containerd's
+      // own CDI added first, without them). NRI can only add the device
+      // again, with a second allow rule: the node stays as the runtime made it.
+      log::info("nri: {}: the chain's file mode and owner are not passed on ({}: NRI adds a device again whole)", path,
+                level.runtime);
+      continue;
+    }
+    std::string type = d.value("type", "c");
+    std::int64_t major = d.value("major", std::int64_t{0}), minor = d.value("minor", std::int64_t{0});
+    char t = type.empty() ? 'c' : type[0];
+    std::string access = implicit_access(t);
+    if (t == 'c' || t == 'b') {
+      if (!allows(final_rules, t, major, minor, access))
+        refuse("linux.devices (" + path + ")", "NRI gives each device it adds an allow rule for `" + access +
+                                                   "`, and the chain's rules do not allow " + "that on " + type + " " +
+                                                   std::to_string(major) + ":" + std::to_string(minor) +
+                                                   ": the container would get more than the chain granted");
+      implicit.push_back(DeviceRule{true, t, major, minor, access});
+    }
+    auto* out = adj.mutable_linux()->add_devices();
+    out->set_path(path);
+    out->set_type(type);
+    out->set_major(major);
+    out->set_minor(minor);
+    if (d.contains("fileMode")) out->mutable_file_mode()->set_value(d["fileMode"].get<std::uint32_t>());
+    if (d.contains("uid")) out->mutable_uid()->set_value(d["uid"].get<std::uint32_t>());
+    if (d.contains("gid")) out->mutable_gid()->set_value(d["gid"].get<std::uint32_t>());
+  }
+  for (auto& [path, d] : b)
+    if (!a.count(path)) adj.mutable_linux()->add_devices()->set_path("-" + path);
+
+  std::vector<DeviceRule> old_rules = rules_of(before);
+  bool prefix =
+      final_rules.size() >= old_rules.size() && std::equal(old_rules.begin(), old_rules.end(), final_rules.begin());
+  if (!prefix) refuse("linux.resources.devices", "NRI adds devices-cgroup rules; it cannot remove or change one");
+  for (std::size_t i = old_rules.size(); i < final_rules.size(); ++i) {
+    const DeviceRule& r = final_rules[i];
+    if (level.device_rules()) {
+      auto* out = adj.mutable_linux()->mutable_resources()->add_devices();
+      out->set_allow(r.allow);
+      out->set_type(std::string(1, r.type));
+      if (r.major) out->mutable_major()->set_value(*r.major);
+      if (r.minor) out->mutable_minor()->set_value(*r.minor);
+      out->set_access(r.access);
+      continue;
+    }
+    // Before v0.10 the runtime applies no rule of an adjustment, only the
+    // allow rule of each device added. An allow rule for such a device is
+    // passed on by it: whole, or without the letters it lacks (`m` of a
+    // CDI node's "rwm"), which narrows what the container gets, never widens.
+    auto same = std::find_if(implicit.begin(), implicit.end(), [&](const DeviceRule& i) {
+      return r.allow && r.type == i.type && r.major == i.major && r.minor == i.minor;
+    });
+    if (same != implicit.end() && r.access.find_first_not_of(same->access) != std::string::npos)
+      log::info("nri: {} is passed on as `{}` ({}: an added device's own allow rule)", rule_text(r), same->access,
+                level.runtime);
+    if (same == implicit.end())
+      refuse("linux.resources.devices (" + rule_text(r) + ")",
+             "NRI before v0.10 (containerd 2.2) applies no devices-cgroup rule of an adjustment, only an allow rule "
+             "for each device added");
+  }
+}
+
+void adjust_cpuset(const Json& before, const Json& after, api::ContainerAdjustment& adj, const Refusal& refuse) {
+  for (const char* key : {"cpus", "mems"}) {
+    const Json* b = at(before, {"linux", "resources", "cpu", key});
+    const Json* a = at(after, {"linux", "resources", "cpu", key});
+    if ((b ? *b : Json()) == (a ? *a : Json())) continue;
+    if (!a || !a->is_string() || a->get<std::string>().empty())
+      refuse(std::string("linux.resources.cpu.") + key, "NRI can set a cpuset, not clear one");
+    auto* cpu = adj.mutable_linux()->mutable_resources()->mutable_cpu();
+    if (key[0] == 'c')
+      cpu->set_cpus(a->get<std::string>());
+    else
+      cpu->set_mems(a->get<std::string>());
+  }
+}
+
+void adjust_rlimits(const Json& before, const Json& after, api::ContainerAdjustment& adj, const Refusal& refuse) {
+  auto b = by_key(array_at(before, {"process", "rlimits"}), "type");
+  auto a = by_key(array_at(after, {"process", "rlimits"}), "type");
+  for (auto& [type, r] : b) {
+    auto it = a.find(type);
+    if (it == a.end() || it->second != r)
+      refuse("process.rlimits (" + type + ")", "NRI appends rlimits; it cannot remove or change one");
+  }
+  for (const auto& r : array_at(after, {"process", "rlimits"})) {
+    if (!r.is_object() || !r.contains("type") || b.count(r["type"].get<std::string>())) continue;
+    auto* out = adj.add_rlimits();
+    out->set_type(r["type"].get<std::string>());
+    out->set_hard(r.value("hard", std::uint64_t{0}));
+    out->set_soft(r.value("soft", std::uint64_t{0}));
+  }
+}
+
+}  // namespace
+
+api::ContainerAdjustment adjustment(const Json& before, const Json& after, const Level& level,
+                                    std::string_view changed_by) {
+  Refusal refuse{level, changed_by};
+  api::ContainerAdjustment adj;
+  adjust_annotations(before, after, adj);
+  adjust_env(before, after, adj);
+  adjust_mounts(before, after, adj);
+  adjust_hooks(before, after, adj, refuse);
+  adjust_devices(before, after, adj, level, refuse);
+  adjust_cpuset(before, after, adj, refuse);
+  adjust_rlimits(before, after, adj, refuse);
+
+  const Json* args_b = at(before, {"process", "args"});
+  const Json* args_a = at(after, {"process", "args"});
+  if ((args_b ? *args_b : Json()) != (args_a ? *args_a : Json())) {
+    if (!level.args()) refuse("process.args", "NRI before v0.10 (containerd 2.2) cannot change a process's args");
+    for (auto& s : string_list(at(after, {"process"}) ? *at(after, {"process"}) : Json::object(), "args"))
+      adj.add_args(s);
+  }
+  const Json* cg_b = at(before, {"linux", "cgroupsPath"});
+  const Json* cg_a = at(after, {"linux", "cgroupsPath"});
+  if ((cg_b ? *cg_b : Json()) != (cg_a ? *cg_a : Json())) {
+    if (!cg_a || !cg_a->is_string()) refuse("linux.cgroupsPath", "NRI can set a cgroups path, not clear one");
+    adj.mutable_linux()->set_cgroups_path(cg_a->get<std::string>());
+  }
+
+  // Everything else must be as it was: NRI has no field for it.
+  Json b = before, a = after;
+  for (Json* j : {&b, &a}) {
+    for (auto path : {std::initializer_list<const char*>{"annotations"},
+                      {"mounts"},
+                      {"hooks"},
+                      {"process", "env"},
+                      {"process", "args"},
+                      {"process", "rlimits"},
+                      {"linux", "devices"},
+                      {"linux", "resources", "devices"},
+                      {"linux", "resources", "cpu", "cpus"},
+                      {"linux", "resources", "cpu", "mems"},
+                      {"linux", "cgroupsPath"}})
+      erase(*j, path);
+    prune(*j);
+  }
+  if (b != a) {
+    std::string field = first_difference(b, a, "");
+    refuse(field, "NRI has no adjustment for it (docs/nri.md, \"What maps\")");
+  }
+  return adj;
+}
+
+}  // namespace specshim::nri

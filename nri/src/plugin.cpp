@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/nri/plugin.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "specshim/create.h"
+#include "specshim/error.h"
+#include "specshim/log.h"
+
+namespace specshim::nri {
+namespace {
+
+// valid_id: a container id as containerd makes them (64 hex digits) or any
+// name a runtime might use, kept to one safe path element.
+bool valid_id(const std::string& id) {
+  return !id.empty() && id.size() <= 128 && id[0] != '.' && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// kAnswerMargin: what a create needs besides the kubelet's calls (reading
+// the config and CDI specs, running the chain, the reply), with room to spare.
+constexpr std::chrono::milliseconds kAnswerMargin{300};
+
+// kubelet_budget is [kubelet] budget-ms (2000 when unset), read on its own.
+std::chrono::milliseconds kubelet_budget(const config::Document& doc) {
+  auto root = doc.root();
+  if (auto kubelet = root.table("kubelet"))
+    if (auto ms = kubelet->integer("budget-ms", 1, 600000)) return std::chrono::milliseconds(*ms);
+  return std::chrono::milliseconds(2000);
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
+  level_ = level_of(req);
+  log::info("nri: configured by {} (NRI v0.{}{}); request timeout {} ms", level_.runtime, level_.nri_minor,
+            req.nri_version().empty() ? ", from the runtime's version" : "", req.request_timeout());
+  // A create that takes the whole budget must still answer in time: the
+  // runtime drops a late plugin and creates containers without it.
+  try {
+    auto budget = kubelet_budget(config::Document::load(config_file_));
+    if (req.request_timeout() > 0 && budget.count() + kAnswerMargin.count() > req.request_timeout())
+      log::warn("nri: [kubelet] budget-ms is {} ms: with {} ms to answer in, keep it under {} ms (docs/nri.md)",
+                budget.count(), req.request_timeout(), req.request_timeout() - kAnswerMargin.count());
+  } catch (const std::exception& e) {
+    log::warn("nri: {}", describe(e));
+  }
+  return kSubscribed;
+}
+
+std::filesystem::path Plugin::state_dir(const std::string& id) const {
+  if (!valid_id(id)) throw Error("container id `" + id + "` is not a name specshim-nri keeps files under");
+  return std::filesystem::path(settings_.state_dir) / id;
+}
+
+void Plugin::synchronized(const std::vector<std::string>& ids) {
+  std::set<std::string> live(ids.begin(), ids.end());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(settings_.state_dir, ec)) {
+    std::string name = entry.path().filename();
+    if (live.count(name)) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    log::info("nri: removed `{}`, left by container {} that the runtime no longer has", entry.path().string(), name);
+  }
+}
+
+api::CreateContainerResponse Plugin::create_container(const api::CreateContainerRequest& req) {
+  const api::Container& c = req.container();
+  std::string what = "container `" + c.name() + "` of pod `" + req.pod().namespace_() + "/" + req.pod().name() + "`";
+  try {
+    ConfigFile config = read_config_file(config_file_);
+    Spec view = spec_view(req.pod(), c, config.nri.pod_annotations);
+    create::SpecInMemory bundle(std::move(view), state_dir(c.id()));
+    Context ctx;
+    ctx.container_id = c.id();
+    create::Outcome out = create::modify(bundle, config.chain, std::move(ctx));
+    api::CreateContainerResponse resp;
+    if (!out.changed()) return resp;
+    *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, joined(out.result.changed_by));
+    create::commit(bundle, out);  // the generated files, once the adjustment is known to be expressible
+    log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
+    return resp;
+  } catch (const std::exception& e) {
+    std::string msg = "specshim: " + what + ": " + describe(e);
+    log::warn("nri: {}", msg);
+    throw Status{kFailedPrecondition, msg};
+  }
+}
+
+void Plugin::removed(const api::Container& c) {
+  if (!valid_id(c.id())) return;
+  std::error_code ec;
+  if (std::filesystem::remove_all(state_dir(c.id()), ec) > 0)
+    log::debug("nri: removed the files of container {}", c.id());
+}
+
+}  // namespace specshim::nri
