@@ -119,6 +119,9 @@ struct Setup {
   // state/ (containerd keeps the dirs below it searchable or group-owned by
   // the mapped root).
   bool userns = false;
+  // nri: containerd's NRI on (as 2.x ships it), with its socket at
+  // nri_socket() and no pre-launched plugins; otherwise NRI is disabled.
+  bool nri = false;
 };
 
 class Containerd {
@@ -136,6 +139,7 @@ class Containerd {
   // config_file: the containerd config containerd was started with.
   std::filesystem::path config_file() const;
   std::string socket() const { return (dir() / "containerd.sock").string(); }
+  std::string nri_socket() const { return (dir() / "nri.sock").string(); }
   CriClient& cri() { return *cri_; }
 
   // set_specshim_config writes specshim's config: the harness's [runtime] and
@@ -154,6 +158,11 @@ class Containerd {
   std::vector<pid_t> shim_pids() const;
   // diagnostics: tails of containerd's and specshim's logs, for failure messages.
   std::string diagnostics() const;
+
+  // restart stops containerd (SIGTERM, as a node's service manager does)
+  // and starts it again on the same root and state: its pods and
+  // containers stay, and an NRI socket is made anew.
+  void restart();
 
   // pod_config is a kubelet-like sandbox config: host network, log directory
   // and a cgroup parent owned by this harness.

@@ -46,42 +46,6 @@ json kubelet_config(const Containerd& c, const json& pods, const json& entries) 
           {"checkpoint", {{"registered", {{kResource, {"0"}}}}, {"entries", entries}}}};
 }
 
-// count is how many elements of `list` satisfy `match`.
-template <typename Match>
-int count(const json* list, Match match) {
-  if (!list || !list->is_array()) return 0;
-  return static_cast<int>(std::count_if(list->begin(), list->end(), match));
-}
-
-const json* at(const json& j, const json::json_pointer& p) {
-  return j.contains(p) ? &j.at(p) : nullptr;
-}
-
-// The fixture device's edits in a final config.json, each counted.
-struct Edits {
-  int nodes, env, rules, mounts, hooks;
-  bool operator==(const Edits&) const = default;
-};
-std::ostream& operator<<(std::ostream& os, const Edits& e) {
-  return os << "{nodes " << e.nodes << ", env " << e.env << ", rules " << e.rules << ", mounts " << e.mounts
-            << ", hooks " << e.hooks << "}";
-}
-Edits edits_in(const json& spec) {
-  return {
-      count(at(spec, "/linux/devices"_json_pointer),
-            [](const json& d) { return d.value("path", "") == "/dev/accel0"; }),
-      count(at(spec, "/process/env"_json_pointer), [](const json& e) { return e == "E2E_CDI_ENV=accel0"; }),
-      count(at(spec, "/linux/resources/devices"_json_pointer),
-            [](const json& r) {
-              return r.value("allow", false) && r.value("type", "") == "c" && r.value("major", -1) == 1 &&
-                     r.value("minor", -1) == 7;
-            }),
-      count(at(spec, "/mounts"_json_pointer), [](const json& m) { return m.value("destination", "") == "/mnt/cdi"; }),
-      count(at(spec, "/hooks/poststop"_json_pointer), [](const json& h) {
-        return h.value("path", "") == "/bin/true" && h.value("args", json::array()) == json{"true", "e2e-accel0"};
-      })};
-}
-
 }  // namespace
 
 TEST_CASE("CRI: a device plugin's CDI device named in an annotation or in CDI_devices is injected exactly once",
@@ -113,7 +77,7 @@ TEST_CASE("CRI: a device plugin's CDI device named in an annotation or in CDI_de
     // Whoever injected first (containerd 1.7 with enable_cdi and 2.x, from
     // CRI; on 1.6 only specshim, from the annotation and the checkpoint),
     // the device's node, env, rule, mount and hook are there once.
-    CHECK(edits_in(spec) == Edits{1, 1, 1, 1, 1});
+    CHECK(cdi_fixture_edits(spec) == CdiEdits{1, 1, 1, 1, 1});
     // ... and specshim did merge the plugin's answer (its record of resources).
     CHECK_THAT(spec["annotations"].value("specshim.io/resources", ""), Catch::Contains(kResource));
     c.cri().stop_container(id, 0);

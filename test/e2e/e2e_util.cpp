@@ -180,6 +180,38 @@ std::string cdi_fixture(const Containerd& c) {
   return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() + "\"]\n";
 }
 
+namespace {
+
+// count is how many elements of the array at `p` satisfy `match`.
+template <typename Match>
+int count(const nlohmann::json& j, const nlohmann::json::json_pointer& p, Match match) {
+  if (!j.contains(p) || !j.at(p).is_array()) return 0;
+  return static_cast<int>(std::count_if(j.at(p).begin(), j.at(p).end(), match));
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const CdiEdits& e) {
+  return os << "{nodes " << e.nodes << ", env " << e.env << ", rules " << e.rules << ", mounts " << e.mounts
+            << ", hooks " << e.hooks << "}";
+}
+
+CdiEdits cdi_fixture_edits(const nlohmann::json& spec) {
+  using nlohmann::json;
+  return {
+      count(spec, "/linux/devices"_json_pointer, [](const json& d) { return d.value("path", "") == "/dev/accel0"; }),
+      count(spec, "/process/env"_json_pointer, [](const json& e) { return e == "E2E_CDI_ENV=accel0"; }),
+      count(spec, "/linux/resources/devices"_json_pointer,
+            [](const json& r) {
+              return r.value("allow", false) && r.value("type", "") == "c" && r.value("major", -1) == 1 &&
+                     r.value("minor", -1) == 7;
+            }),
+      count(spec, "/mounts"_json_pointer, [](const json& m) { return m.value("destination", "") == "/mnt/cdi"; }),
+      count(spec, "/hooks/poststop"_json_pointer, [](const json& h) {
+        return h.value("path", "") == "/bin/true" && h.value("args", json::array()) == json{"true", "e2e-accel0"};
+      })};
+}
+
 FakeKubelet::FakeKubelet(const std::string& config_json, const std::filesystem::path& dir) {
   const std::string config = (dir / "fake-kubelet.json").string();
   test::write_file(config, config_json);

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +86,15 @@ struct Pod {
 // /dev/full's numbers as its host node, env, a read-only mount and a
 // poststop hook (/bin/true, on the host).
 std::string cdi_fixture(const Containerd& c);
+
+// CdiEdits counts the fixture device's edits in a final config.json: its
+// node, env, allow rule, mount and poststop hook.
+struct CdiEdits {
+  int nodes, env, rules, mounts, hooks;
+  bool operator==(const CdiEdits&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const CdiEdits& e);
+CdiEdits cdi_fixture_edits(const nlohmann::json& spec);
 
 // FakeKubelet runs specshim-fake-kubelet (test/fakes/fake_kubelet_main.cpp)
 // with `config` (its JSON) until destroyed: PodResources, device plugins and

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim-nri on containerd 2.x (NRI on, its socket private to the test):
+// pods on containerd's plain runc handler, no specshim handler at all, get
+// the chain through the plugin. A CDI device lands exactly once whoever
+// resolves it; a GPU list beyond the kubelet's grant fails CreateContainer
+// with specshim's reason; a containerd restarted under the plugin still has
+// it; with the plugin stopped, containerd creates pods without it (its
+// fail-open policy, docs/nri.md). Only on the 2.x tier with runc 1.1 (the
+// plugin does not depend on the delegate: containerd's own runc runs).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "containerd_harness.h"
+#include "e2e_util.h"
+
+using namespace specshim::e2e;
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kDevice = "example.com/accel=0";
+constexpr const char* kDefaultHandler = "";  // containerd's runc
+
+// nri_setup: containerd with NRI on and only its default handler, runc.
+Setup nri_setup() {
+  Setup s;
+  s.handler = false;
+  s.nri = true;
+  return s;
+}
+
+// NriPlugin runs the built specshim-nri against c's NRI socket with c's
+// specshim.toml, its stderr in specshim-nri.log, until stopped.
+class NriPlugin {
+ public:
+  explicit NriPlugin(const Containerd& c) : log_(c.dir() / "specshim-nri.log") {
+    const std::string config = (c.dir() / "specshim.toml").string(), socket = c.nri_socket(), log = log_.string();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    const char* argv[] = {E2E_SPECSHIM_NRI, "--config", config.c_str(), "--socket", socket.c_str(), nullptr};
+    int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error(std::string("spawn ") + E2E_SPECSHIM_NRI + " failed");
+  }
+  ~NriPlugin() { stop(); }
+  NriPlugin(const NriPlugin&) = delete;
+  NriPlugin& operator=(const NriPlugin&) = delete;
+
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // configured is how many times a runtime configured the plugin: once per
+  // registration, after which containerd calls it for every container.
+  int configured() const {
+    const std::string text = log();
+    int n = 0;
+    for (auto at = text.find("configured by"); at != std::string::npos; at = text.find("configured by", at + 1)) ++n;
+    return n;
+  }
+  // wait_configured waits until the plugin was configured `times` times.
+  void wait_configured(int times) const {
+    if (!poll_until([&] { return configured() >= times; }, 20s))
+      throw std::runtime_error("specshim-nri was not configured " + std::to_string(times) + " time(s):\n" + log());
+  }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = -1;
+};
+
+// nri_config: the CDI fixture, and the plugin's state under the test's dir;
+// the pod's cdi.k8s.io annotations reach the chain (the opt-in that the
+// shipped handler snippet documents for pod_annotations).
+std::string nri_config(const Containerd& c) {
+  return cdi_fixture(c) + "\n[nri]\nstate-dir = \"" + (c.dir() / "nri-state").string() +
+         "\"\npod-annotations = [\"cdi.k8s.io/*\"]\n";
+}
+
+// running_spec starts container id and returns its final config.json.
+json running_spec(Containerd& c, const std::string& id) {
+  c.cri().start_container(id);
+  REQUIRE(c.cri().container_status(id).state() == cri::CONTAINER_RUNNING);
+  return json::parse(bundle_config(c, id));
+}
+
+}  // namespace
+
+TEST_CASE("NRI: a CDI device lands exactly once, from containerd's own CDI or from the chain", CDI_TAGS) {
+  Containerd c(nri_setup());
+  c.set_specshim_config(nri_config(c));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+
+  // A device plugin's request (a container annotation): containerd resolves
+  // it before NRI; the chain finds it applied and adds nothing.
+  Pod plain(c, "nri-cdi-plain", {}, kDefaultHandler);
+  auto annotated = container_config("annotated", "exec sleep 600");
+  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kDevice;
+  const json plain_spec = running_spec(c, plain.create(annotated));
+  INFO("specshim-nri's log:\n" << plugin.log() << "config.json: " << plain_spec.dump());
+  CHECK(cdi_fixture_edits(plain_spec) == CdiEdits{1, 1, 1, 1, 1});
+
+  // A pod annotation: containerd does not resolve it; the chain does, and
+  // the container opens the node and reads the mount.
+  Pod asked(c, "nri-cdi-pod", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  auto main =
+      container_config("main", "head -c 4 /dev/accel0 | od -An -tx1; echo env=$E2E_CDI_ENV; cat /mnt/cdi/hello");
+  const std::string id = asked.create(main);
+  const json spec = running_spec(c, id);
+  CHECK(cdi_fixture_edits(spec) == CdiEdits{1, 1, 1, 1, 1});
+  auto status = wait_exited(c.cri(), id);
+  CHECK(status.exit_code() == 0);
+  CHECK(log_text(read_cri_log(asked.log_path(main))) ==
+        "stdout:  00 00 00 00\nstdout: env=accel0\nstdout: hello from a CDI mount\n");
+}
+
+TEST_CASE("NRI: NVIDIA_VISIBLE_DEVICES beyond the kubelet's grant fails CreateContainer with specshim's reason") {
+  Containerd c(nri_setup());
+  const fs::path dir = c.dir();
+  const std::vector<std::string> uuids = {"GPU-4a3b2c1d-0000-4000-8000-0000000000f0",
+                                          "GPU-4a3b2c1d-0000-4000-8000-0000000000f1"};
+  fs::create_directories(dir / "gpu-dev");
+  json devices = json::array();
+  for (std::size_t i = 0; i < uuids.size(); ++i) {
+    const fs::path node = dir / "gpu-dev" / ("nvidia" + std::to_string(i));
+    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+    json edits = {{"deviceNodes", {{{"path", "/dev/nvidia" + std::to_string(i)}, {"hostPath", node.string()}}}}};
+    devices.push_back({{"name", std::to_string(i)}, {"containerEdits", edits}});
+    devices.push_back({{"name", uuids[i]}, {"containerEdits", edits}});
+  }
+  specshim::test::write_file(c.cdi_dir() / "nvidia.json",
+                             json{{"cdiVersion", "0.5.0"}, {"kind", "nvidia.com/gpu"}, {"devices", devices}}.dump(2));
+  auto config = [&](const char* protect_env) {
+    return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() +
+           "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" + (dir / "kubelet").string() +
+           "\"\nprotect-env = " + protect_env +
+           "\n\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\nproviders = [\"kubelet\"]\n\n"
+           "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\non-excess = \"fail\"\n\n"
+           "[nri]\nstate-dir = \"" +
+           (dir / "nri-state").string() + "\"\n";
+  };
+  c.set_specshim_config(config("true"));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+
+  // The pod's two containers each hold GPU 0, and the device plugin's
+  // answer set NVIDIA_VISIBLE_DEVICES to it (the kubelet puts the plugin's
+  // env first); `override`'s pod spec sets it again, to `all`.
+  Pod pod(c, "nri-gpu-pod", {}, kDefaultHandler);
+  const auto& meta = pod.config.metadata();
+  const json alloc = {{"envs", {{"NVIDIA_VISIBLE_DEVICES", uuids[0]}}}};
+  auto entry = [&](const char* container) {
+    return json{{"pod_uid", meta.uid()},
+                {"container", container},
+                {"resource", "nvidia.com/gpu"},
+                {"devices_by_numa", {{"0", {uuids[0]}}}},
+                {"alloc", alloc}};
+  };
+  FakeKubelet kubelet(json{{"kubelet_root", (dir / "kubelet").string()},
+                           {"pods", json::array({{{"namespace", meta.namespace_()},
+                                                  {"name", meta.name()},
+                                                  {"uid", meta.uid()},
+                                                  {"containers",
+                                                   {{"main", {{"nvidia.com/gpu", {uuids[0]}}}},
+                                                    {"override", {{"nvidia.com/gpu", {uuids[0]}}}}}}}})},
+                           {"allocatable", {{"nvidia.com/gpu", uuids}}},
+                           {"checkpoint",
+                            {{"registered", {{"nvidia.com/gpu", uuids}}},
+                             {"entries", json::array({entry("main"), entry("override")})}}}}
+                          .dump(),
+                      dir);
+  auto with_env = [&](const char* name, std::vector<std::string> values) {
+    auto cfg = container_config(name, "echo nodes: $(ls /dev | grep nvidia)");
+    for (const auto& v : values) {
+      auto* env = cfg.add_envs();
+      env->set_key("NVIDIA_VISIBLE_DEVICES");
+      env->set_value(v);
+    }
+    return cfg;
+  };
+  INFO(plugin.log() << c.diagnostics());
+
+  auto main = with_env("main", {uuids[0]});
+  const std::string id = pod.create(main);
+  c.cri().start_container(id);
+  CHECK(wait_exited(c.cri(), id).exit_code() == 0);
+  CHECK(log_text(read_cri_log(pod.log_path(main))) == "stdout: nodes: nvidia0\n");
+
+  // The pod spec's `all` after the plugin's value: the device-plugin
+  // modifier refuses the override of its plugin's env (protect-env).
+  try {
+    pod.create(with_env("override", {uuids[0], "all"}));
+    FAIL("CreateContainer succeeded for a container overriding its plugin's GPU list with all");
+  } catch (const RpcError& e) {
+    CHECK_THAT(e.message, Catch::Contains("specshim: container `override` of pod `default/nri-gpu-pod`: ") &&
+                              Catch::Contains("\"NVIDIA_VISIBLE_DEVICES=all\" overrides"));
+  }
+  // With protect-env off the override reaches env-devices, which refuses
+  // the GPUs beyond the kubelet's grant (the config is read per container).
+  c.set_specshim_config(config("false"));
+  try {
+    pod.create(with_env("override", {uuids[0], "all"}));
+    FAIL("CreateContainer succeeded for a container asking for every GPU");
+  } catch (const RpcError& e) {
+    CHECK_THAT(e.message, Catch::Contains("specshim: container `override` of pod `default/nri-gpu-pod`: ") &&
+                              Catch::Contains("env NVIDIA_VISIBLE_DEVICES=\"all\"") &&
+                              Catch::Contains("beyond what the kubelet granted"));
+  }
+}
+
+TEST_CASE("NRI: after containerd restarts, the plugin registers again and the next pod gets the chain", CDI_TAGS) {
+  Containerd c(nri_setup());
+  c.set_specshim_config(nri_config(c));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+  {
+    Pod before(c, "nri-before-restart", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+    CHECK(cdi_fixture_edits(running_spec(c, before.create(container_config("main", "exec sleep 600")))) ==
+          CdiEdits{1, 1, 1, 1, 1});
+  }
+  c.restart();
+  plugin.wait_configured(2);
+  Pod after(c, "nri-after-restart", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  CHECK(cdi_fixture_edits(running_spec(c, after.create(container_config("main", "exec sleep 600")))) ==
+        CdiEdits{1, 1, 1, 1, 1});
+}
+
+TEST_CASE("NRI: with the plugin stopped containerd creates pods without it (fail-open)", CDI_TAGS) {
+  Containerd c(nri_setup());
+  c.set_specshim_config(nri_config(c));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  plugin.stop();
+  INFO(plugin.log() << c.diagnostics());
+  // containerd notices the closed connection and drops the plugin; the pod
+  // runs, and nothing of the chain's is in it.
+  Pod pod(c, "nri-plugin-down", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  CHECK(cdi_fixture_edits(running_spec(c, pod.create(container_config("main", "exec sleep 600")))) ==
+        CdiEdits{0, 0, 0, 0, 0});
+}
