@@ -23,12 +23,14 @@ set(SPECSHIM_DEB_MAINTAINER "specshim maintainers <maintainers@specshim.invalid>
 # Debian wants the man page and changelog compressed with gzip -9n.
 configure_file("${_pkg}/debian/changelog.in" "${_pkg_out}/changelog" @ONLY)
 add_custom_command(
-  OUTPUT "${_pkg_out}/specshim.1.gz" "${_pkg_out}/changelog.gz"
+  OUTPUT "${_pkg_out}/specshim.1.gz" "${_pkg_out}/specshim-nri.1.gz" "${_pkg_out}/changelog.gz"
   COMMAND gzip -9nc "${_pkg}/debian/specshim.1" > "${_pkg_out}/specshim.1.gz"
+  COMMAND gzip -9nc "${_pkg}/debian/specshim-nri.1" > "${_pkg_out}/specshim-nri.1.gz"
   COMMAND gzip -9nc "${_pkg_out}/changelog" > "${_pkg_out}/changelog.gz"
-  DEPENDS "${_pkg}/debian/specshim.1" "${_pkg_out}/changelog"
+  DEPENDS "${_pkg}/debian/specshim.1" "${_pkg}/debian/specshim-nri.1" "${_pkg_out}/changelog"
   COMMENT "Compressing the man page and changelog")
-add_custom_target(specshim_package_docs ALL DEPENDS "${_pkg_out}/specshim.1.gz" "${_pkg_out}/changelog.gz")
+add_custom_target(specshim_package_docs ALL DEPENDS "${_pkg_out}/specshim.1.gz" "${_pkg_out}/specshim-nri.1.gz"
+                  "${_pkg_out}/changelog.gz")
 
 # /etc/specshim/config.toml: staged for packages; never overwrites a config on
 # a system installed to with `make install`.
@@ -51,18 +53,20 @@ install(FILES
   "${_pkg}/kubernetes/runtimeclass.yaml"
   "${_pkg}/kubernetes/daemonset.yaml"
   "${_pkg}/kubernetes/reconcile-daemonset.yaml"
+  "${_pkg}/kubernetes/nri-daemonset.yaml"
   DESTINATION "${_share}/kubernetes")
 # /usr/lib/systemd/system in the package (relative to the prefix, like the
 # rest; systemd also reads /usr/local/lib/systemd/system). Its ExecStart names
 # /usr/bin/specshim, as the containerd snippets do.
-install(FILES "${_pkg}/systemd/specshim-reconcile.service" DESTINATION lib/systemd/system)
+install(FILES "${_pkg}/systemd/specshim-reconcile.service" "${_pkg}/systemd/specshim-nri.service"
+        DESTINATION lib/systemd/system)
 install(PROGRAMS "${_pkg}/install-on-host.sh" DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/specshim")
 install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION "${_doc}")
 file(GLOB _docs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/docs/*.md")
 install(FILES ${_docs} DESTINATION "${_doc}")
 # Examples for a kind of node, one folder each (an Ascend node's config tables and CDI spec).
 install(DIRECTORY "${_pkg}/examples/" DESTINATION "${_doc}/examples")
-install(FILES "${_pkg_out}/specshim.1.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
+install(FILES "${_pkg_out}/specshim.1.gz" "${_pkg_out}/specshim-nri.1.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
 install(FILES "${_pkg}/debian/specshim.lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
         RENAME specshim)
 
