@@ -63,16 +63,30 @@ void prune(Json& j) {
   }
 }
 
-// first_difference names the first place a and b differ, "process.capabilities".
+// pruned is j without empty objects and arrays.
+Json pruned(Json j) {
+  prune(j);
+  return j;
+}
+
+// first_difference names the first place a and b differ once empty objects
+// and arrays count as absent: the first member on one side only, or the
+// first plain value that differs ("process.capabilities", not "process"
+// when the view's process held only what was taken out).
 std::string first_difference(const Json& a, const Json& b, const std::string& where) {
-  if (a.is_object() && b.is_object()) {
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      std::string w = where.empty() ? it.key() : where + "." + it.key();
-      if (!b.contains(it.key())) return w;
-      if (b[it.key()] != it.value()) return first_difference(it.value(), b[it.key()], w);
-    }
-    for (auto it = b.begin(); it != b.end(); ++it)
-      if (!a.contains(it.key())) return where.empty() ? it.key() : where + "." + it.key();
+  if (!a.is_object() || !b.is_object()) return where;
+  std::vector<std::string> keys;
+  for (auto it = a.begin(); it != a.end(); ++it) keys.push_back(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it)
+    if (!a.contains(it.key())) keys.push_back(it.key());
+  static const Json none = Json::object();
+  for (const auto& k : keys) {
+    const Json& x = a.contains(k) ? a[k] : none;
+    const Json& y = b.contains(k) ? b[k] : none;
+    Json px = pruned(x), py = pruned(y);
+    if (px == py) continue;
+    std::string w = where.empty() ? k : where + "." + k;
+    return a.contains(k) && b.contains(k) ? first_difference(x, y, w) : w;
   }
   return where;
 }
@@ -373,9 +387,8 @@ api::ContainerAdjustment adjustment(const Json& before, const Json& after, const
                       {"linux", "resources", "cpu", "mems"},
                       {"linux", "cgroupsPath"}})
       erase(*j, path);
-    prune(*j);
   }
-  if (b != a) {
+  if (pruned(b) != pruned(a)) {
     std::string field = first_difference(b, a, "");
     refuse(field, "NRI has no adjustment for it (docs/nri.md, \"What maps\")");
   }
