@@ -5,8 +5,6 @@
 // through the plain task API that takes a CRI container's devices; and
 // `specshim attach` into a running CRI container; a sibling whose image
 // bakes in NVIDIA_VISIBLE_DEVICES=all, bound by its pod's grant.
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -147,19 +145,7 @@ TEST_CASE("ctr run: a sibling whose image bakes in NVIDIA_VISIBLE_DEVICES=all ge
   Containerd c;
   const fs::path dir = c.dir();
   // Two stand-in GPUs on the node; the CRI pod's container holds GPU 0.
-  const std::vector<std::string> uuids = {"GPU-4a3b2c1d-0000-4000-8000-0000000000f0",
-                                          "GPU-4a3b2c1d-0000-4000-8000-0000000000f1"};
-  fs::create_directories(dir / "gpu-dev");
-  json devices = json::array();
-  for (std::size_t i = 0; i < uuids.size(); ++i) {
-    const fs::path node = dir / "gpu-dev" / ("nvidia" + std::to_string(i));
-    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
-    json edits = {{"deviceNodes", {{{"path", "/dev/nvidia" + std::to_string(i)}, {"hostPath", node.string()}}}}};
-    devices.push_back({{"name", std::to_string(i)}, {"containerEdits", edits}});
-    devices.push_back({{"name", uuids[i]}, {"containerEdits", edits}});
-  }
-  specshim::test::write_file(c.cdi_dir() / "nvidia.json",
-                             json{{"cdiVersion", "0.5.0"}, {"kind", "nvidia.com/gpu"}, {"devices", devices}}.dump(2));
+  const std::vector<std::string> uuids = gpu_fixture(c);
   auto config = [&](const std::string& on_excess) {
     return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() +
            "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" + (dir / "kubelet").string() +

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -178,6 +180,26 @@ std::string cdi_fixture(const Containerd& c) {
            {"hooks", {{{"hookName", "poststop"}, {"path", "/bin/true"}, {"args", {"true", "e2e-accel0"}}}}}}}}}}};
   test::write_file(c.cdi_dir() / "example.json", spec.dump(2));
   return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() + "\"]\n";
+}
+
+std::vector<std::string> gpu_fixture(const Containerd& c) {
+  namespace fs = std::filesystem;
+  using nlohmann::json;
+  const std::vector<std::string> uuids = {"GPU-4a3b2c1d-0000-4000-8000-0000000000f0",
+                                          "GPU-4a3b2c1d-0000-4000-8000-0000000000f1"};
+  fs::create_directories(c.dir() / "gpu-dev");
+  json devices = json::array();
+  for (std::size_t i = 0; i < uuids.size(); ++i) {
+    const fs::path node = c.dir() / "gpu-dev" / ("nvidia" + std::to_string(i));
+    if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+      throw std::runtime_error("mknod " + node.string() + ": " + std::strerror(errno));
+    json edits = {{"deviceNodes", {{{"path", "/dev/nvidia" + std::to_string(i)}, {"hostPath", node.string()}}}}};
+    devices.push_back({{"name", std::to_string(i)}, {"containerEdits", edits}});
+    devices.push_back({{"name", uuids[i]}, {"containerEdits", edits}});
+  }
+  test::write_file(c.cdi_dir() / "nvidia.json",
+                   json{{"cdiVersion", "0.5.0"}, {"kind", "nvidia.com/gpu"}, {"devices", devices}}.dump(2));
+  return uuids;
 }
 
 namespace {

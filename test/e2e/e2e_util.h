@@ -87,6 +87,11 @@ struct Pod {
 // poststop hook (/bin/true, on the host).
 std::string cdi_fixture(const Containerd& c);
 
+// gpu_fixture makes two stand-in GPUs (char nodes with /dev/full's numbers
+// under dir()/gpu-dev) and an nvidia.com/gpu CDI spec in c.cdi_dir() naming
+// each by index and by UUID (/dev/nvidia0, /dev/nvidia1). Returns the UUIDs.
+std::vector<std::string> gpu_fixture(const Containerd& c);
+
 // CdiEdits counts the fixture device's edits in a final config.json: its
 // node, env, allow rule, mount and poststop hook.
 struct CdiEdits {

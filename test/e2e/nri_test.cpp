@@ -10,8 +10,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,19 +139,7 @@ TEST_CASE("NRI: a CDI device lands exactly once, from containerd's own CDI or fr
 TEST_CASE("NRI: NVIDIA_VISIBLE_DEVICES beyond the kubelet's grant fails CreateContainer with specshim's reason") {
   Containerd c(nri_setup());
   const fs::path dir = c.dir();
-  const std::vector<std::string> uuids = {"GPU-4a3b2c1d-0000-4000-8000-0000000000f0",
-                                          "GPU-4a3b2c1d-0000-4000-8000-0000000000f1"};
-  fs::create_directories(dir / "gpu-dev");
-  json devices = json::array();
-  for (std::size_t i = 0; i < uuids.size(); ++i) {
-    const fs::path node = dir / "gpu-dev" / ("nvidia" + std::to_string(i));
-    REQUIRE(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
-    json edits = {{"deviceNodes", {{{"path", "/dev/nvidia" + std::to_string(i)}, {"hostPath", node.string()}}}}};
-    devices.push_back({{"name", std::to_string(i)}, {"containerEdits", edits}});
-    devices.push_back({{"name", uuids[i]}, {"containerEdits", edits}});
-  }
-  specshim::test::write_file(c.cdi_dir() / "nvidia.json",
-                             json{{"cdiVersion", "0.5.0"}, {"kind", "nvidia.com/gpu"}, {"devices", devices}}.dump(2));
+  const std::vector<std::string> uuids = gpu_fixture(c);
   auto config = [&](const char* protect_env) {
     return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() +
            "\"]\n\n[device-plugin]\nenabled = true\nkubelet-root = \"" + (dir / "kubelet").string() +
