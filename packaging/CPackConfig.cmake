@@ -89,7 +89,11 @@ devices, resolve device plugin allocations through the kubelet and add the
 device cgroup rules the injected devices need. The package also ships the
 containerd handler snippets, a RuntimeClass, an installer DaemonSet, and a
 systemd unit (not enabled) that keeps running containers' devices in line
-with a desired-state file (specshim reconcile).]])
+with a desired-state file (specshim reconcile).
+
+specshim-nri runs the same chain as an NRI plugin of containerd 2.x,
+without a runtime handler or a containerd restart (a systemd unit and a
+DaemonSet, neither enabled by the package).]])
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # The target's architecture, not the build machine's (CPack would ask dpkg):
 # the cross build (cmake/aarch64-linux-gnu.cmake) writes specshim_<ver>_arm64.deb.
