@@ -4,10 +4,10 @@
 #include <cstdio>
 
 #include "argv.h"
-#include "specshim/config_file.h"
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"
+#include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "verbs.h"

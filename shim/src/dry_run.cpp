@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "argv.h"
-#include "specshim/config_file.h"
 #include "settings.h"
+#include "specshim/config_file.h"
 #include "specshim/create.h"
 #include "specshim/error.h"
 #include "verb_cli.h"

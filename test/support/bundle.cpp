@@ -6,8 +6,7 @@
 namespace specshim::test {
 
 create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run) {
-  ConfigFile config =
-      read_config_file(config::Document::parse(config_text, (bundle / "config.toml").string()));
+  ConfigFile config = read_config_file(config::Document::parse(config_text, (bundle / "config.toml").string()));
   Context ctx;
   ctx.container_id = "golden";
   ctx.dry_run = dry_run;

@@ -10,11 +10,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "specshim/config_file.h"
 #include "runtime.h"
 #include "settings.h"
 #include "specshim/cdi.h"
 #include "specshim/config.h"
+#include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/hotplug.h"
 #include "specshim/kubelet_session.h"

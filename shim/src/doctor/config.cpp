@@ -2,9 +2,9 @@
 // Doctor's config check: the config loads exactly as create would load it.
 #include <algorithm>
 
-#include "specshim/config_file.h"
 #include "doctor/doctor.h"
 #include "specshim/cdi.h"
+#include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/modifiers.h"
 #include "specshim/patches.h"
