@@ -43,6 +43,10 @@ int reconcile_main(const std::vector<std::string>& argv);
 // (shim/src/diagnose/, docs/diagnose.md)
 int diagnose_main(const std::vector<std::string>& argv);
 
+// nri_hook_main: specshim nri-hook --state-dir DIR [--config FILE], the
+// createRuntime hook specshim-nri adds (shim/src/nri_hook.cpp, docs/nri.md).
+int nri_hook_main(const std::vector<std::string>& argv);
+
 // OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
 // whole argv.
 struct OwnVerb {

@@ -40,6 +40,8 @@ NriSettings read_nri_settings(config::Section& root) {
   };
   absolute("socket", s.socket);
   absolute("state-dir", s.state_dir);
+  absolute("hook-binary", s.hook_binary);
+  s.passwd_hook = nri.boolean("passwd-hook").value_or(s.passwd_hook);
   if (auto index = nri.string("index")) {
     // NRI takes exactly two digits (CheckPluginIndex).
     if (index->size() != 2 || !isdigit(static_cast<unsigned char>((*index)[0])) ||

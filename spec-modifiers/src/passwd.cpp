@@ -17,6 +17,7 @@
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/passwd_copies.h"
 #include "specshim/userns.h"
 
 namespace specshim {
@@ -27,7 +28,6 @@ using namespace passwd;
 constexpr std::size_t kMaxFileBytes = 10 << 20;  // as containerd's user-file reader
 constexpr std::string_view kNameAnnotation = "specshim.io/passwd-name";
 constexpr std::string_view kHomeAnnotation = "specshim.io/passwd-home";
-constexpr const char* kMountOptions[] = {"rbind", "ro", "nosuid", "nodev", "noexec", "rprivate"};
 
 struct Options {
   Template user_name{"user{uid}", "{uid}"};
@@ -40,14 +40,10 @@ struct Options {
   PasswdScope scope;
 };
 
-// DbFile is one of the two files the modifier manages: where the container
-// sees it and the fixed name of its copy in the bundle.
-struct DbFile {
-  std::string_view path;
-  std::string_view bundle_name;
-};
-constexpr DbFile kPasswdFile{"/etc/passwd", "specshim-passwd"};
-constexpr DbFile kGroupFile{"/etc/group", "specshim-group"};
+// DbFile is one of the two files the modifier manages (passwd_copies.h).
+using DbFile = passwd::Copy;
+constexpr DbFile kPasswdFile = passwd::kPasswdCopy;
+constexpr DbFile kGroupFile = passwd::kGroupCopy;
 
 // Identity is the container process's credentials from process.user: the
 // ids it has inside the container, which its entries name.
@@ -366,7 +362,7 @@ class PasswdModifier : public Modifier {
     mount["type"] = "bind";
     mount["source"] = source.string();
     mount["options"] = Json::array();
-    for (const char* o : kMountOptions) mount["options"].push_back(o);
+    for (const char* o : passwd::kCopyMountOptions) mount["options"].push_back(o);
     spec.array_at({"mounts"}).push_back(std::move(mount));
   }
 

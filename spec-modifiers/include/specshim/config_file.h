@@ -40,6 +40,13 @@ struct NriSettings {
   // tenant input. The default is the shipped handler snippet's list.
   std::vector<std::string> pod_annotations = {"specshim.io/passwd-name", "specshim.io/passwd-home",
                                               "specshim.io/devices-from", "specshim.io/devices-from-pod"};
+  // passwd-hook: mount specshim's passwd and group copies into every
+  // container and have the runtime fill them through a createRuntime hook
+  // (hook-binary nri-hook), which sees the bundle and rootfs NRI does not.
+  // Off by default: every container's /etc/passwd and /etc/group become
+  // read-only copies (docs/nri.md, "passwd without a rootfs").
+  bool passwd_hook = false;
+  std::string hook_binary = "/usr/bin/specshim";  // the host's path the runtime runs the hook from
 };
 
 // read_nri_settings reads [nri] from root (marking it known).

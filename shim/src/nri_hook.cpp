@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// specshim nri-hook: the OCI createRuntime hook specshim-nri adds to a
+// container (docs/nri.md, "passwd without a rootfs"). The runtime runs it
+// with the container's state on stdin once the bundle and rootfs exist; it
+// fills the passwd and group copies the plugin mounted (passwd_copies.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "argv.h"
+#include "specshim/config_file.h"
+#include "specshim/create.h"
+#include "specshim/error.h"
+#include "specshim/passwd_copies.h"
+#include "verb_cli.h"
+#include "verbs.h"
+
+namespace specshim::shim {
+namespace {
+
+constexpr std::size_t kMaxStateBytes = 1 << 20;
+
+std::string read_stdin() {
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("read the container's state from stdin");
+    if (n == 0) return text;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxStateBytes) throw Error("the container's state on stdin is over 1 MiB");
+  }
+}
+
+// valid_id: one safe path element (specshim-nri keeps a directory per id).
+bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
+  for (char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return true;
+}
+
+}  // namespace
+
+int nri_hook_main(const std::vector<std::string>& argv) {
+  VerbCli cli(
+      "Fill the passwd and group copies specshim-nri mounted into a container (an OCI createRuntime hook; "
+      "the container's state on stdin).",
+      "specshim nri-hook");
+  std::string config_file = config::path_from_env().string();
+  std::string state_dir;
+  cli.option("--config", config_file, "specshim config file").show_default();
+  cli.option("--state-dir", state_dir, "[nri] state-dir of the plugin that added the hook").required();
+  if (int rc = cli.parse(argv); rc >= 0) return rc;
+  std::string id = "?";
+  try {
+    Json state = Json::parse(read_stdin());
+    id = state.value("id", "");
+    std::string bundle = state.value("bundle", "");
+    if (!valid_id(id)) throw Error("the state's id `" + id + "` is not a container id");
+    if (bundle.empty() || bundle[0] != '/') throw Error("the state's bundle `" + bundle + "` is not an absolute path");
+    ConfigFile config = read_config_file(config_file);
+    create::BundleDir dir{bundle};
+    auto passwd_table = config.doc.root().section("passwd");
+    passwd::fill_copies(passwd_table, dir.read(), bundle, std::filesystem::path(state_dir) / id);
+    return 0;
+  } catch (const std::exception& e) {
+    // The runtime puts a failed hook's stderr in its error, which containerd
+    // returns from StartContainer.
+    std::cerr << "specshim nri-hook: container " << id << ": " << describe(e) << "\n";
+    return 1;
+  }
+}
+
+}  // namespace specshim::shim

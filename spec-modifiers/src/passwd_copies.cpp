@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "specshim/passwd_copies.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <vector>
+
+#include "specshim/chain.h"
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/log.h"
+#include "specshim/modifiers.h"
+
+namespace specshim::passwd {
+namespace {
+
+constexpr std::size_t kMaxFileBytes = 10 << 20;  // as the modifier reads the image's files
+
+// write_in_place replaces the content of dir/name, a regular file that must
+// exist, keeping its inode (a mount of it sees the new content).
+void write_in_place(const std::filesystem::path& dir, std::string_view name, const BundleFile& f) {
+  std::filesystem::path path = dir / name;
+  fs::Fd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) throw_errno("open `" + path.string() + "`");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("stat `" + path.string() + "`");
+  if (!S_ISREG(st.st_mode)) throw Error("`" + path.string() + "` is not a regular file");
+  if (::ftruncate(fd.get(), 0) != 0) throw_errno("truncate `" + path.string() + "`");
+  for (std::size_t done = 0; done < f.content.size();) {
+    ssize_t n = ::pwrite(fd.get(), f.content.data() + done, f.content.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("write `" + path.string() + "`");
+    done += static_cast<std::size_t>(n);
+  }
+  uid_t uid = f.owner ? f.owner->uid : 0;
+  gid_t gid = f.owner ? f.owner->gid : 0;
+  if (::fchown(fd.get(), uid, gid) != 0) throw_errno("chown `" + path.string() + "`");
+  if (::fchmod(fd.get(), f.mode) != 0) throw_errno("chmod `" + path.string() + "`");
+}
+
+// ours reports whether mount m is the front-end's mount of a copy in dir.
+bool ours(const Json& m, const std::filesystem::path& dir) {
+  if (!m.is_object() || !m.contains("source") || !m["source"].is_string()) return false;
+  std::filesystem::path source = m["source"].get<std::string>();
+  for (const Copy& c : kCopies)
+    if (source == dir / c.bundle_name) return true;
+  return false;
+}
+
+}  // namespace
+
+void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem::path& bundle,
+                 const std::filesystem::path& dir) {
+  // The modifier reads the image's files below root.path and mounts its
+  // copies from ctx.bundle: the spec it sees has root.path made absolute and
+  // the front-end's mounts taken out, as if nothing had been mounted yet.
+  Json& j = spec.json();
+  if (Json* mounts = j.contains("mounts") ? &j["mounts"] : nullptr; mounts && mounts->is_array()) {
+    Json kept = Json::array();
+    for (auto& m : *mounts)
+      if (!ours(m, dir)) kept.push_back(m);
+    *mounts = std::move(kept);
+  }
+  std::filesystem::path rootfs;
+  if (j.contains("root") && j["root"].is_object() && j["root"].contains("path") && j["root"]["path"].is_string()) {
+    rootfs = bundle / j["root"]["path"].get<std::string>();  // an absolute path stays as it is
+    j["root"]["path"] = rootfs.string();
+  }
+  if (rootfs.empty()) throw Error("the container's spec has no root.path");
+
+  Context ctx;
+  ctx.bundle = dir;
+  if (auto m = make_passwd(passwd_table)) {
+    std::vector<std::unique_ptr<Modifier>> one;
+    one.push_back(std::move(m));
+    Chain(std::move(one)).run(spec, ctx);
+  }
+  for (const Copy& c : kCopies) {
+    auto made = ctx.bundle_files.find(std::string(c.bundle_name));
+    if (made != ctx.bundle_files.end()) {
+      write_in_place(dir, c.bundle_name, made->second);
+      continue;
+    }
+    // Left alone: the copy is the image's own file, as the process would have
+    // seen it (an image without one: an empty file).
+    auto image = fs::read_file_in_root(rootfs, c.path, kMaxFileBytes);
+    BundleFile f{image ? std::move(image->content) : std::string(), 0644, std::nullopt};
+    if (image) {
+      f.mode = image->st.st_mode & 07777;
+      f.owner = FileOwner{image->st.st_uid, image->st.st_gid};
+    }
+    log::debug("passwd: {} is the image's own file", c.path);
+    write_in_place(dir, c.bundle_name, f);
+  }
+}
+
+}  // namespace specshim::passwd
