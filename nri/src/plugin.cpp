@@ -5,6 +5,7 @@
 #include <chrono>
 #include <set>
 
+#include "passwd_hook.h"
 #include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
@@ -84,10 +85,13 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
     ctx.container_id = c.id();
     create::Outcome out = create::modify(bundle, config.chain, std::move(ctx));
     api::CreateContainerResponse resp;
-    if (!out.changed()) return resp;
-    *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, joined(out.result.changed_by));
+    if (out.changed())
+      *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, joined(out.result.changed_by));
     create::commit(bundle, out);  // the generated files, once the adjustment is known to be expressible
-    log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
+    if (config.nri.passwd_hook &&
+        !add_passwd_copies(out.spec, bundle.dir(), config.nri, config_file_.string(), *resp.mutable_adjust()))
+      log::debug("nri: {}: the pod mounts over /etc/passwd or /etc/group: no passwd copies", what);
+    if (resp.has_adjust()) log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
     return resp;
   } catch (const std::exception& e) {
     std::string msg = "specshim: " + what + ": " + describe(e);

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "passwd_hook.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "specshim/error.h"
+#include "specshim/fs.h"
+#include "specshim/passwd_copies.h"
+
+namespace specshim::nri {
+namespace {
+
+// hides reports whether a mount at destination hides the file at path.
+bool hides(const std::string& destination, std::string_view path) {
+  std::string d = std::filesystem::path("/" + destination).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d == "/" || d == path || (path.rfind(d + "/", 0) == 0);
+}
+
+}  // namespace
+
+bool add_passwd_copies(const Spec& view, const std::filesystem::path& dir, const NriSettings& nri,
+                       const std::string& config_file, api::ContainerAdjustment& adj) {
+  if (const Json* mounts = view.find({"mounts"}); mounts && mounts->is_array())
+    for (const auto& m : *mounts)
+      for (const auto& c : passwd::kCopies)
+        if (m.is_object() && m.value("destination", "") != "" && hides(m["destination"].get<std::string>(), c.path))
+          return false;
+
+  std::error_code ec;
+  if (std::filesystem::create_directories(dir, ec)) std::filesystem::permissions(dir, std::filesystem::perms(0711), ec);
+  if (ec) throw Error("make `" + dir.string() + "`: " + ec.message());
+  for (const auto& c : passwd::kCopies) {
+    std::filesystem::path file = dir / c.bundle_name;
+    fs::Fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd) throw_errno("make `" + file.string() + "`");
+    auto* m = adj.add_mounts();
+    m->set_destination(std::string(c.path));
+    m->set_type("bind");
+    m->set_source(file.string());
+    for (const char* o : passwd::kCopyMountOptions) m->add_options(o);
+  }
+  api::Hook* hook = adj.mutable_hooks()->add_create_runtime();
+  hook->set_path(nri.hook_binary);
+  for (const std::string& a : {std::string("specshim"), std::string("nri-hook"), std::string("--state-dir"),
+                               nri.state_dir, std::string("--config"), config_file})
+    hook->add_args(a);
+  return true;
+}
+
+}  // namespace specshim::nri
