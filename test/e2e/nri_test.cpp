@@ -249,3 +249,36 @@ TEST_CASE("NRI: with the plugin stopped containerd creates pods without it (fail
   CHECK(cdi_fixture_edits(running_spec(c, pod.create(container_config("main", "exec sleep 600")))) ==
         CdiEdits{0, 0, 0, 0, 0});
 }
+
+TEST_CASE("NRI: a uid-10001 pod resolves its name through the passwd copies the createRuntime hook fills",
+          PASSWD_TAGS) {
+  Containerd c(nri_setup());
+  c.set_specshim_config(nri_config(c) + "passwd-hook = true\nhook-binary = \"" SPECSHIM_BINARY "\"\n");
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+  const fs::path state = c.dir() / "nri-state";
+  auto entries = [&] {
+    std::error_code ec;
+    return std::distance(fs::directory_iterator(state, ec), fs::directory_iterator());
+  };
+  {
+    // containerd 2.1 shows the plugin no uid and no rootfs: the copies are
+    // mounted into every container, and the hook fills them from the bundle.
+    Pod pod(c, "nri-passwd", {}, kDefaultHandler);
+    auto user = container_config("user", "id -un; id -u; grep '^user10001:' /etc/passwd; grep -c '^root:' /etc/passwd");
+    user.mutable_linux()->mutable_security_context()->mutable_run_as_user()->set_value(10001);
+    auto ran = pod.run(user);
+    CHECK(ran.status.exit_code() == 0);
+    CHECK_THAT(log_text(ran.log), Catch::StartsWith("stdout: user10001\nstdout: 10001\nstdout: user10001:x:10001:0:") &&
+                                      Catch::EndsWith("\nstdout: 1\n"));
+    // A root container: its copies are the image's own files, nothing added.
+    auto root = pod.run(container_config("root", "id -un; grep -c specshim /etc/passwd || true"));
+    CHECK(root.status.exit_code() == 0);
+    CHECK(log_text(root.log) == "stdout: root\nstdout: 0\n");
+    CHECK(entries() == 2);  // a directory per container
+  }
+  // The pod and its containers removed: containerd's RemoveContainer took
+  // their directories with them.
+  CHECK(poll_until([&] { return entries() == 0; }, 10s));
+}
