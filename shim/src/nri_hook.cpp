@@ -67,8 +67,8 @@ int nri_hook_main(const std::vector<std::string>& argv) {
     passwd::fill_copies(passwd_table, dir.read(), bundle, std::filesystem::path(state_dir) / id);
     return 0;
   } catch (const std::exception& e) {
-    // The runtime puts a failed hook's stderr in its error, which containerd
-    // returns from StartContainer.
+    // runc puts a failed hook's stderr in its error, which containerd returns
+    // from StartContainer; crun 1.28 names only the hook and its exit code.
     std::cerr << "specshim nri-hook: container " << id << ": " << describe(e) << "\n";
     return 1;
   }

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "harness_cleanup.h"
+#include "runtimes.h"
 
 namespace specshim::e2e {
 namespace fs = std::filesystem;
@@ -59,44 +60,6 @@ std::vector<std::string> split_lines(const std::string& s) {
   return out;
 }
 
-// free_cgroup2_controllers: crun refuses a cgroup v1 hybrid host whose
-// cgroup2 hierarchy (/sys/fs/cgroup/unified) still holds a controller ("cgroups
-// in hybrid mode not supported, drop all controllers from cgroupv2"). This VM's
-// holds hugetlb, which no v1 hierarchy had taken. Test setup, not specshim:
-// each such controller is moved to a v1 hierarchy of its own, mounted at
-// /sys/fs/cgroup/<controller> (which moves it off cgroup2), and left there.
-// Idempotent (once moved, cgroup2 lists nothing); the runc tiers, which may
-// run alongside, use whichever hierarchies are mounted when they create.
-void free_cgroup2_controllers() {
-  static const bool done = [] {
-    const fs::path unified = "/sys/fs/cgroup/unified";
-    for (const auto& controller : split_lines(read_or_empty(unified / "cgroup.controllers"))) {
-      std::istringstream words(controller);
-      for (std::string name; words >> name;) {
-        const fs::path at = fs::path("/sys/fs/cgroup") / name;
-        fs::create_directories(at);
-        if (::mount("cgroup", at.c_str(), "cgroup", 0, name.c_str()) != 0 && errno != EBUSY)
-          throw std::runtime_error("crun tier: moving the " + name + " controller off cgroup2 (mount -t cgroup -o " +
-                                   name + " cgroup " + at.string() + "): " + std::strerror(errno));
-        std::fprintf(stderr,
-                     "e2e harness: crun refuses a hybrid cgroup host whose cgroup2 holds a controller: moved %s "
-                     "off %s to a cgroup v1 hierarchy at %s\n",
-                     name.c_str(), unified.c_str(), at.c_str());
-      }
-    }
-    const std::string left = read_or_empty(unified / "cgroup.controllers");
-    if (left.find_first_not_of(" \n") != std::string::npos)
-      throw std::runtime_error("crun tier: cgroup2 at " + unified.string() + " still holds controllers: " + left);
-    return true;
-  }();
-  (void)done;
-}
-
-std::string cache_dir() {
-  const char* cache = std::getenv("SPECSHIM_CONTAINERD_CACHE");
-  return cache && *cache ? cache : "/var/cache/specshim-test";
-}
-
 // with_containerd: tier t's containerd (t.delegate already set).
 void with_containerd(Tier& t) {
   t.name = tier_name();
@@ -110,7 +73,7 @@ void with_containerd(Tier& t) {
   }
   const std::string var = t.name == "1.7" ? "SPECSHIM_CONTAINERD_1_7_DIR" : "SPECSHIM_CONTAINERD_2_DIR";
   const char* given = std::getenv(var.c_str());
-  t.bin = given && *given ? fs::path(given) : fs::path(cache_dir()) / ("containerd-" + t.name) / "usr/bin";
+  t.bin = given && *given ? fs::path(given) : fs::path(test::cache_dir()) / ("containerd-" + t.name) / "usr/bin";
   for (const char* binary : {"containerd", "ctr", "containerd-shim-runc-v2"})
     if (::access((t.bin / binary).c_str(), X_OK) != 0)
       throw std::runtime_error("containerd " + t.name + " tier: no executable " + (t.bin / binary).string() +
@@ -145,16 +108,7 @@ void with_delegate(Tier& t) {
     t.runtime = E2E_RUNC;
     return;
   }
-  const bool crun = t.delegate == "crun";
-  const std::string var = crun ? "SPECSHIM_CRUN" : "SPECSHIM_RUNC_1_3";
-  const char* given = std::getenv(var.c_str());
-  t.runtime = given && *given
-                  ? fs::path(given)
-                  : fs::path(cache_dir()) / ("runtime-" + t.delegate) / (crun ? "usr/bin/crun" : "usr/sbin/runc");
-  if (::access(t.runtime.c_str(), X_OK) != 0)
-    throw std::runtime_error(t.delegate + " delegate tier: no executable " + t.runtime.string() +
-                             ". Run scripts/install-deps.sh (scripts/fetch-runtimes.sh downloads " + t.delegate +
-                             " from Debian sid), or set " + var + " to a " + t.delegate + " binary");
+  t.runtime = test::runtime_binary(t.delegate, t.delegate + " delegate tier");
 }
 
 }  // namespace
@@ -184,7 +138,7 @@ Containerd::Containerd(Setup setup) : setup_(std::move(setup)), cgroup_root_(cgr
   test::write_file(dir() / "e2e-owner", std::to_string(::getpid()));
   sweep_stale(dir().parent_path(), dir());
   try {
-    if (tier().delegate == "crun") free_cgroup2_controllers();
+    if (tier().delegate == "crun") test::free_cgroup2_controllers("crun tier", "e2e harness");
     test::write_file(dir() / "runc-recorder",
                      "#!/bin/sh\n"
                      "# specshim's [runtime] path: record the argv specshim hands over, then be the delegate.\n"
