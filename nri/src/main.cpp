@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/nri/plugin.h"
+#include "specshim/nri_status.h"
 
 namespace specshim::nri {
 namespace {
@@ -34,6 +36,15 @@ void to_stderr(log::Level level, std::string_view msg) {
                static_cast<int>(msg.size()), msg.data());
 }
 
+// g_registered is the registration file (specshim/nri_status.h), removed
+// when a signal ends the plugin so that doctor does not read it as registered.
+char g_registered[4096];
+
+void on_term(int sig) {
+  ::unlink(g_registered);
+  ::_exit(128 + sig);
+}
+
 // kRedial: how long to wait before dialing again after the runtime went
 // away or refused the plugin (NVIDIA's plugin waits 2 s).
 constexpr std::chrono::seconds kRedial{1};
@@ -43,7 +54,10 @@ constexpr std::chrono::seconds kRedial{1};
 [[noreturn]] void serve_forever(const std::string& socket, const std::string& config_file, const ConfigFile& config) {
   Registration reg;
   reg.index = config.nri.index;
-  Plugin plugin(config_file, config.nri);
+  std::snprintf(g_registered, sizeof g_registered, "%s", nri_status::file(config.nri).c_str());
+  std::signal(SIGTERM, on_term);
+  std::signal(SIGINT, on_term);
+  Plugin plugin(config_file, config.nri, reg.name);
   bool waiting = false;
   for (;;) {
     int fd = connect_unix(socket);
@@ -60,6 +74,7 @@ constexpr std::chrono::seconds kRedial{1};
     } catch (const std::exception& e) {
       log::warn("nri: {}; dialing again", describe(e));
     }
+    plugin.disconnected();
     ::close(fd);
     std::this_thread::sleep_for(kRedial);
   }

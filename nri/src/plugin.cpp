@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/nri/plugin.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <set>
 
 #include "passwd_hook.h"
 #include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
+#include "specshim/nri_status.h"
 
 namespace specshim::nri {
 namespace {
@@ -55,6 +59,12 @@ std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
   } catch (const std::exception& e) {
     log::warn("nri: {}", describe(e));
   }
+  try {
+    nri_status::write(settings_, nri_status::Status{::getpid(), settings_.index + "-" + name_, level_.runtime,
+                                                    level_.nri_minor, static_cast<std::int64_t>(::time(nullptr))});
+  } catch (const std::exception& e) {
+    log::warn("nri: {} (doctor will not see the plugin registered)", describe(e));
+  }
   return kSubscribed;
 }
 
@@ -63,12 +73,16 @@ std::filesystem::path Plugin::state_dir(const std::string& id) const {
   return std::filesystem::path(settings_.state_dir) / id;
 }
 
+void Plugin::disconnected() {
+  nri_status::remove(settings_);
+}
+
 void Plugin::synchronized(const std::vector<std::string>& ids) {
   std::set<std::string> live(ids.begin(), ids.end());
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(settings_.state_dir, ec)) {
     std::string name = entry.path().filename();
-    if (live.count(name)) continue;
+    if (live.count(name) || name[0] == '.') continue;  // a dot name is the plugin's own (.registered)
     std::filesystem::remove_all(entry.path(), ec);
     log::info("nri: removed `{}`, left by container {} that the runtime no longer has", entry.path().string(), name);
   }
@@ -79,6 +93,11 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
   std::string what = "container `" + c.name() + "` of pod `" + req.pod().namespace_() + "/" + req.pod().name() + "`";
   try {
     ConfigFile config = read_config_file(config_file_);
+    const auto& handlers = config.nri.shim_handlers;
+    if (std::find(handlers.begin(), handlers.end(), req.pod().runtime_handler()) != handlers.end()) {
+      log::debug("nri: {}: its handler `{}` runs specshim, which runs the chain", what, req.pod().runtime_handler());
+      return {};
+    }
     Spec view = spec_view(req.pod(), c, config.nri.pod_annotations);
     create::SpecInMemory bundle(std::move(view), state_dir(c.id()));
     Context ctx;
@@ -91,7 +110,10 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
     if (config.nri.passwd_hook &&
         !add_passwd_copies(out.spec, bundle.dir(), config.nri, config_file_.string(), *resp.mutable_adjust()))
       log::debug("nri: {}: the pod mounts over /etc/passwd or /etc/group: no passwd copies", what);
-    if (resp.has_adjust()) log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
+    if (resp.has_adjust()) {
+      (*resp.mutable_adjust()->mutable_annotations())[kMark] = settings_.index + "-" + name_;
+      log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
+    }
     return resp;
   } catch (const std::exception& e) {
     std::string msg = "specshim: " + what + ": " + describe(e);

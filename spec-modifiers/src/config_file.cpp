@@ -50,6 +50,7 @@ NriSettings read_nri_settings(config::Section& root) {
     s.index = *index;
   }
   if (auto globs = nri.strings("pod-annotations")) s.pod_annotations = std::move(*globs);
+  if (auto handlers = nri.strings("shim-handlers")) s.shim_handlers = std::move(*handlers);
   nri.finish();
   return s;
 }

@@ -46,6 +46,10 @@ struct NriSettings {
   // Off by default: every container's /etc/passwd and /etc/group become
   // read-only copies (docs/nri.md, "passwd without a rootfs").
   bool passwd_hook = false;
+  // shim-handlers: the RuntimeClass handlers whose BinaryName is specshim.
+  // The plugin leaves their pods to the shim, which runs the same chain with
+  // the bundle and rootfs in hand: no container gets the chain twice.
+  std::vector<std::string> shim_handlers = {"specshim"};
   std::string hook_binary = "/usr/bin/specshim";  // the host's path the runtime runs the hook from
 };
 

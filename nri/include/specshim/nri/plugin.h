@@ -18,12 +18,18 @@ namespace specshim::nri {
 // knows (a runtime refuses a plugin asking for a bit it does not know).
 inline constexpr std::int32_t kSubscribed = event_bit(api::CREATE_CONTAINER) | event_bit(api::REMOVE_CONTAINER);
 
+// kMark is the annotation on every container the plugin adjusted, valued
+// "<index>-specshim": doctor, diagnose and dry-run show which front-end ran
+// the chain. The shim does not skip its chain for it (an annotation is no
+// proof); its modifiers find the plugin's changes applied.
+inline constexpr const char* kMark = "specshim.io/nri";
+
 class Plugin final : public Service {
  public:
   // config_file: specshim's config; settings: its [nri] as read at start
   // (the socket and index need a restart to change, the rest does not).
-  Plugin(std::filesystem::path config_file, NriSettings settings)
-      : config_file_(std::move(config_file)), settings_(std::move(settings)) {}
+  Plugin(std::filesystem::path config_file, NriSettings settings, std::string name = "specshim")
+      : config_file_(std::move(config_file)), settings_(std::move(settings)), name_(std::move(name)) {}
 
   std::int32_t configure(const api::ConfigureRequest& req) override;
   // synchronized removes the state directories of containers the runtime
@@ -31,6 +37,8 @@ class Plugin final : public Service {
   void synchronized(const std::vector<std::string>& container_ids) override;
   api::CreateContainerResponse create_container(const api::CreateContainerRequest& req) override;
   void removed(const api::Container& container) override;
+  // disconnected: the connection ended; the registration file goes.
+  void disconnected();
 
   const Level& level() const { return level_; }
 
@@ -39,6 +47,7 @@ class Plugin final : public Service {
 
   std::filesystem::path config_file_;
   NriSettings settings_;
+  std::string name_;
   Level level_;
 };
 
