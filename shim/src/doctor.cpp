@@ -54,6 +54,7 @@ int doctor_main(const std::vector<std::string>& argv) {
   checks.push_back(doctor::check_capabilities(host, loaded));
   checks.push_back(doctor::check_hotplug(host, loaded));
   checks.push_back(doctor::check_user_namespaces(host, loaded));
+  checks.push_back(doctor::check_nri(host, loaded));
   checks.push_back(doctor::check_containerd(
       host, loaded, self.empty() ? "/proc/self/exe" : self,
       containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config)));

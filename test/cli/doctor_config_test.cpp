@@ -34,7 +34,7 @@ TEST_CASE("doctor --json parses, lists every check, and problems match the exit 
   std::vector<std::string> names;
   for (const auto& c : report["checks"]) names.push_back(c["name"]);
   REQUIRE(names == std::vector<std::string>{"config", "runtime", "cdi", "kubelet", "kernel", "capabilities", "hotplug",
-                                            "user-namespaces", "containerd"});
+                                            "user-namespaces", "nri", "containerd"});
   REQUIRE(report["problems"] == 1);
   REQUIRE(r.exit_code == 1);
 }

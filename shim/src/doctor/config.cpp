@@ -114,6 +114,8 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     ConfigFile config = read_config_file(file);
     const config::Document& doc = config.doc;
     loaded.settings = config.settings;
+    loaded.nri = config.nri;
+    loaded.nri_table = doc.root().table("nri").has_value();
     read_probed_tables(doc, loaded);
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));

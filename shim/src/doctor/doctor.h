@@ -70,6 +70,8 @@ struct Loaded {
   cpuset::Config cpuset;                             // read whether enabled or not, over [kubelet]
   std::vector<env_devices::Entry> env_devices;       // when the modifier is on
   hotplug::Config hotplug;                           // read whether enabled or not
+  NriSettings nri;                                   // [nri], for the nri check
+  bool nri_table = false;                            // the file has an [nri] table: the plugin mode is meant
   bool on(std::string_view modifier) const;
 };
 
@@ -81,6 +83,10 @@ Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
 Check check_hotplug(const Host& host, const Loaded& loaded);
 Check check_user_namespaces(const Host& host, const Loaded& loaded);
+// check_nri says whether specshim-nri is registered with the runtime (its
+// registration file under [nri] state-dir, its process alive), and warns
+// when it is meant to run ([nri] in the config) and is not: NRI fails open.
+Check check_nri(const Host& host, const Loaded& loaded);
 // check_containerd reads containerd's config (config_file, then the files
 // it imports, as containerd does) for handlers running this binary and for
 // containerd's own CRI CDI injection against the cdi modifier's spec dirs.

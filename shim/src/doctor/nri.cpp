@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// Doctor's nri check: which front-end runs the chain here besides the
+// handler (docs/nri.md). specshim-nri writes its registration into [nri]
+// state-dir when the runtime configures it and removes it when the
+// connection ends; a registration whose process is gone is stale.
+#include <ctime>
+
+#include "doctor/doctor.h"
+#include "specshim/fs.h"
+#include "specshim/nri_status.h"
+
+namespace specshim::shim::doctor {
+namespace {
+
+// is_plugin reports whether pid is a live specshim-nri process on host.
+bool is_plugin(const Host& host, pid_t pid) {
+  try {
+    std::string comm = fs::read_regular_file(host.path("/proc/" + std::to_string(pid) + "/comm"), 4096);
+    return comm == "specshim-nri\n";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string when(std::int64_t since) {
+  std::time_t t = static_cast<std::time_t>(since);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Check check_nri(const Host& host, const Loaded& loaded) {
+  Check c("nri");
+  NriSettings on_host = loaded.nri;
+  on_host.state_dir = host.path(loaded.nri.state_dir).string();
+  std::optional<nri_status::Status> s;
+  try {
+    s = nri_status::read(on_host);
+  } catch (const std::exception& e) {
+    c.add(Status::warn, describe(e));
+  }
+  const std::string fail_open =
+      "while it is not registered, the runtime creates containers without its chain (NRI fails open)";
+  if (s && is_plugin(host, s->pid)) {
+    c.add(Status::ok, "specshim-nri (pid " + std::to_string(s->pid) + ") registered as " + s->plugin + " with " +
+                          s->runtime + " (NRI v0." + std::to_string(s->nri_minor) + ") since " + when(s->since) +
+                          ": it runs the chain for the pods of every handler but " +
+                          (loaded.nri.shim_handlers.empty() ? std::string("none") : [&] {
+                            std::string h;
+                            for (const auto& x : loaded.nri.shim_handlers) h += (h.empty() ? "" : ", ") + x;
+                            return h;
+                          }()));
+    c.add(Status::info, "NRI fails open: " + fail_open);
+    return c;
+  }
+  if (s)
+    c.add(Status::warn, "specshim-nri registered as " + s->plugin + " with " + s->runtime + " at " + when(s->since) +
+                            ", but its process (pid " + std::to_string(s->pid) + ") is gone: " + fail_open);
+  else if (loaded.nri_table)
+    c.add(Status::warn, "[nri] is configured, but specshim-nri is not registered with the runtime (no " +
+                            nri_status::file(loaded.nri).string() + "): " + fail_open);
+  else
+    c.add(Status::info, "specshim-nri is not in use here (no [nri] table, no registration)");
+  return c;
+}
+
+}  // namespace specshim::shim::doctor
