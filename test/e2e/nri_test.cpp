@@ -258,9 +258,11 @@ TEST_CASE("NRI: a uid-10001 pod resolves its name through the passwd copies the 
   plugin.wait_configured(1);
   INFO(plugin.log() << c.diagnostics());
   const fs::path state = c.dir() / "nri-state";
-  auto entries = [&] {
+  auto entries = [&] {  // container directories (.registered is the plugin's own)
     std::error_code ec;
-    return std::distance(fs::directory_iterator(state, ec), fs::directory_iterator());
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(state, ec)) n += e.path().filename().string()[0] != '.';
+    return n;
   };
   {
     // containerd 2.1 shows the plugin no uid and no rootfs: the copies are
@@ -281,4 +283,45 @@ TEST_CASE("NRI: a uid-10001 pod resolves its name through the passwd copies the 
   // The pod and its containers removed: containerd's RemoveContainer took
   // their directories with them.
   CHECK(poll_until([&] { return entries() == 0; }, 10s));
+}
+
+TEST_CASE(
+    "NRI: beside the specshim handler the plugin leaves that handler's pods to the shim, marks the rest, and "
+    "doctor says whether it is registered") {
+  Setup both = nri_setup();
+  both.handler = true;
+  Containerd c(both);
+  c.set_specshim_config(nri_config(c));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+  auto doctor_nri = [&] {
+    auto r = specshim::test::run_process(
+        {SPECSHIM_BINARY, "doctor", "--json", "--config", (c.dir() / "specshim.toml").string()});
+    const json report = json::parse(r.out);
+    std::string found;
+    for (const auto& check : report["checks"])
+      if (check["name"] == "nri")
+        for (const auto& f : check["findings"])
+          found += f["status"].get<std::string>() + " " + f["text"].get<std::string>() + "\n";
+    return found.empty() ? "no nri check in: " + r.out + r.err : found;
+  };
+
+  // The specshim handler's pod: the shim runs the chain at create; the
+  // plugin adds nothing, so nothing carries its mark.
+  Pod shim_pod(c, "nri-shim-pod");
+  const std::string shim_id = shim_pod.create(container_config("main", "exec sleep 600"));
+  const json shim_spec = running_spec(c, shim_id);
+  CHECK_FALSE(shim_spec["annotations"].contains("specshim.io/nri"));
+  CHECK_FALSE(calls_for(c.runtime_calls(), shim_id).empty());  // it went through specshim
+  // A pod on containerd's runc: the plugin's chain, and its mark.
+  Pod runc_pod(c, "nri-runc-pod", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  const json runc_spec = running_spec(c, runc_pod.create(container_config("main", "exec sleep 600")));
+  CHECK(cdi_fixture_edits(runc_spec) == CdiEdits{1, 1, 1, 1, 1});
+  CHECK(runc_spec["annotations"].value("specshim.io/nri", "") == "10-specshim");
+
+  CHECK_THAT(doctor_nri(), Catch::StartsWith("ok specshim-nri (pid ") &&
+                               Catch::Contains("registered as 10-specshim with containerd 2."));
+  plugin.stop();
+  CHECK_THAT(doctor_nri(), Catch::Contains("warn [nri] is configured, but specshim-nri is not registered"));
 }
