@@ -107,9 +107,13 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
     if (out.changed())
       *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, joined(out.result.changed_by));
     create::commit(bundle, out);  // the generated files, once the adjustment is known to be expressible
-    if (config.nri.passwd_hook &&
-        !add_passwd_copies(out.spec, bundle.dir(), config.nri, config_file_.string(), *resp.mutable_adjust()))
-      log::debug("nri: {}: the pod mounts over /etc/passwd or /etc/group: no passwd copies", what);
+    if (config.nri.passwd_hook) {
+      api::ContainerAdjustment copies;
+      if (add_passwd_copies(out.spec, bundle.dir(), config.nri, config_file_.string(), copies))
+        resp.mutable_adjust()->MergeFrom(copies);
+      else
+        log::debug("nri: {}: the pod mounts over /etc/passwd or /etc/group: no passwd copies", what);
+    }
     if (resp.has_adjust()) {
       (*resp.mutable_adjust()->mutable_annotations())[kMark] = settings_.index + "-" + name_;
       log::debug("nri: {}: {}", what, resp.adjust().ShortDebugString());
