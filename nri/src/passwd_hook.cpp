@@ -10,24 +10,11 @@
 #include "specshim/passwd_copies.h"
 
 namespace specshim::nri {
-namespace {
-
-// hides reports whether a mount at destination hides the file at path.
-bool hides(const std::string& destination, std::string_view path) {
-  std::string d = std::filesystem::path("/" + destination).lexically_normal().string();
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  return d == "/" || d == path || (path.rfind(d + "/", 0) == 0);
-}
-
-}  // namespace
 
 bool add_passwd_copies(const Spec& view, const std::filesystem::path& dir, const NriSettings& nri,
                        const std::string& config_file, api::ContainerAdjustment& adj) {
-  if (const Json* mounts = view.find({"mounts"}); mounts && mounts->is_array())
-    for (const auto& m : *mounts)
-      for (const auto& c : passwd::kCopies)
-        if (m.is_object() && m.value("destination", "") != "" && hides(m["destination"].get<std::string>(), c.path))
-          return false;
+  for (const auto& c : passwd::kCopies)
+    if (passwd::mount_over(view, c)) return false;
 
   std::error_code ec;
   if (std::filesystem::create_directories(dir, ec)) std::filesystem::permissions(dir, std::filesystem::perms(0711), ec);

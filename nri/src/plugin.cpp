@@ -17,14 +17,6 @@
 namespace specshim::nri {
 namespace {
 
-// valid_id: a container id as containerd makes them (64 hex digits) or any
-// name a runtime might use, kept to one safe path element.
-bool valid_id(const std::string& id) {
-  return !id.empty() && id.size() <= 128 && id[0] != '.' && std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-
 // kAnswerMargin: what a create needs besides the kubelet's calls (reading
 // the config and CDI specs, running the chain, the reply), with room to spare.
 constexpr std::chrono::milliseconds kAnswerMargin{300};
@@ -35,12 +27,6 @@ std::chrono::milliseconds kubelet_budget(const config::Document& doc) {
   if (auto kubelet = root.table("kubelet"))
     if (auto ms = kubelet->integer("budget-ms", 1, 600000)) return std::chrono::milliseconds(*ms);
   return std::chrono::milliseconds(2000);
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 }  // namespace
@@ -66,11 +52,6 @@ std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
     log::warn("nri: {} (doctor will not see the plugin registered)", describe(e));
   }
   return kSubscribed;
-}
-
-std::filesystem::path Plugin::state_dir(const std::string& id) const {
-  if (!valid_id(id)) throw Error("container id `" + id + "` is not a name specshim-nri keeps files under");
-  return std::filesystem::path(settings_.state_dir) / id;
 }
 
 void Plugin::disconnected() {
@@ -99,13 +80,13 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
       return {};
     }
     Spec view = spec_view(req.pod(), c, config.nri.pod_annotations);
-    create::SpecInMemory bundle(std::move(view), state_dir(c.id()));
+    create::SpecInMemory bundle(std::move(view), settings_.container_dir(c.id()));
     Context ctx;
     ctx.container_id = c.id();
     create::Outcome out = create::modify(bundle, config.chain, std::move(ctx));
     api::CreateContainerResponse resp;
     if (out.changed())
-      *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, joined(out.result.changed_by));
+      *resp.mutable_adjust() = adjustment(out.original(), out.spec.json(), level_, join(out.result.changed_by, ", "));
     create::commit(bundle, out);  // the generated files, once the adjustment is known to be expressible
     if (config.nri.passwd_hook) {
       api::ContainerAdjustment copies;
@@ -127,9 +108,9 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
 }
 
 void Plugin::removed(const api::Container& c) {
-  if (!valid_id(c.id())) return;
+  if (!NriSettings::is_container_id(c.id())) return;
   std::error_code ec;
-  if (std::filesystem::remove_all(state_dir(c.id()), ec) > 0)
+  if (std::filesystem::remove_all(settings_.container_dir(c.id()), ec) > 0)
     log::debug("nri: removed the files of container {}", c.id());
 }
 

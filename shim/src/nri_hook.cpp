@@ -34,14 +34,6 @@ std::string read_stdin() {
   }
 }
 
-// valid_id: one safe path element (specshim-nri keeps a directory per id).
-bool valid_id(const std::string& id) {
-  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
-  for (char c : id)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
-  return true;
-}
-
 }  // namespace
 
 int nri_hook_main(const std::vector<std::string>& argv) {
@@ -59,12 +51,14 @@ int nri_hook_main(const std::vector<std::string>& argv) {
     Json state = Json::parse(read_stdin());
     id = state.value("id", "");
     std::string bundle = state.value("bundle", "");
-    if (!valid_id(id)) throw Error("the state's id `" + id + "` is not a container id");
     if (bundle.empty() || bundle[0] != '/') throw Error("the state's bundle `" + bundle + "` is not an absolute path");
+    NriSettings plugin;  // the plugin that added the hook: its state dir
+    plugin.state_dir = state_dir;
+    std::filesystem::path copies = plugin.container_dir(id);
     ConfigFile config = read_config_file(config_file);
     create::BundleDir dir{bundle};
     auto passwd_table = config.doc.root().section("passwd");
-    passwd::fill_copies(passwd_table, dir.read(), bundle, std::filesystem::path(state_dir) / id);
+    passwd::fill_copies(passwd_table, dir.read(), bundle, copies);
     return 0;
   } catch (const std::exception& e) {
     // runc puts a failed hook's stderr in its error, which containerd returns

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/config_file.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "specshim/cdi.h"
+#include "specshim/error.h"
 
 namespace specshim {
 
@@ -27,6 +31,17 @@ Settings read_settings(config::Section& root) {
   }
   logt.finish();
   return s;
+}
+
+bool NriSettings::is_container_id(const std::string& id) {
+  return !id.empty() && id.size() <= 128 && id[0] != '.' && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+std::filesystem::path NriSettings::container_dir(const std::string& id) const {
+  if (!is_container_id(id)) throw Error("container id `" + id + "` is not a name specshim-nri keeps files under");
+  return std::filesystem::path(state_dir) / id;
 }
 
 NriSettings read_nri_settings(config::Section& root) {

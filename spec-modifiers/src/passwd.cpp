@@ -121,27 +121,6 @@ std::optional<Identity> identity(const Spec& spec) {
   return id;
 }
 
-// covers reports whether a mount at destination hides target: the same path
-// or one of its parents, compared after lexical cleaning ("//etc/./passwd",
-// "/etc/"). A relative destination is read from "/", as runc does.
-bool covers(const std::string& destination, std::string_view target) {
-  std::string d = (std::filesystem::path("/") / destination).lexically_normal().string();
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  if (d == "/" || d == target) return true;
-  return target.size() > d.size() && target.compare(0, d.size(), d) == 0 && target[d.size()] == '/';
-}
-
-// mount_over returns the spec mount that hides f, if any.
-const Json* mount_over(const Spec& spec, const DbFile& f) {
-  const Json* mounts = spec.find({"mounts"});
-  if (!mounts || !mounts->is_array()) return nullptr;
-  for (const auto& m : *mounts)
-    if (m.is_object() && m.contains("destination") && m["destination"].is_string() &&
-        covers(m["destination"].get<std::string>(), f.path))
-      return &m;
-  return nullptr;
-}
-
 std::optional<std::string> tenant_annotation(const Spec& spec, std::string_view key, bool allowed) {
   auto v = spec.annotation(key);
   if (v && !allowed) {
@@ -299,7 +278,7 @@ class PasswdModifier : public Modifier {
   // group against.
   std::optional<BaseFile> base_file(const Spec& spec, const Context& ctx, const std::filesystem::path& rootfs,
                                     const DbFile& f, const Identity& dac) const {
-    if (const Json* m = mount_over(spec, f)) {
+    if (const Json* m = passwd::mount_over(spec, f)) {
       std::string source = m->value("source", "");
       if (source == (ctx.bundle / f.bundle_name).string()) {
         auto copy = ctx.bundle_files.find(std::string(f.bundle_name));

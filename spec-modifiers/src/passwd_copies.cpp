@@ -50,7 +50,27 @@ bool ours(const Json& m, const std::filesystem::path& dir) {
   return false;
 }
 
+// covers reports whether a mount at destination hides target: the same path
+// or one of its parents, compared after lexical cleaning ("//etc/./passwd",
+// "/etc/"). A relative destination is read from "/", as runc does.
+bool covers(const std::string& destination, std::string_view target) {
+  std::string d = (std::filesystem::path("/") / destination).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  if (d == "/" || d == target) return true;
+  return target.size() > d.size() && target.compare(0, d.size(), d) == 0 && target[d.size()] == '/';
+}
+
 }  // namespace
+
+const Json* mount_over(const Spec& spec, const Copy& f) {
+  const Json* mounts = spec.find({"mounts"});
+  if (!mounts || !mounts->is_array()) return nullptr;
+  for (const auto& m : *mounts)
+    if (m.is_object() && m.contains("destination") && m["destination"].is_string() &&
+        covers(m["destination"].get<std::string>(), f.path))
+      return &m;
+  return nullptr;
+}
 
 void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem::path& bundle,
                  const std::filesystem::path& dir) {

@@ -46,14 +46,11 @@ Check check_nri(const Host& host, const Loaded& loaded) {
   const std::string fail_open =
       "while it is not registered, the runtime creates containers without its chain (NRI fails open)";
   if (s && is_plugin(host, s->pid)) {
-    c.add(Status::ok, "specshim-nri (pid " + std::to_string(s->pid) + ") registered as " + s->plugin + " with " +
-                          s->runtime + " (NRI v0." + std::to_string(s->nri_minor) + ") since " + when(s->since) +
-                          ": it runs the chain for the pods of every handler but " +
-                          (loaded.nri.shim_handlers.empty() ? std::string("none") : [&] {
-                            std::string h;
-                            for (const auto& x : loaded.nri.shim_handlers) h += (h.empty() ? "" : ", ") + x;
-                            return h;
-                          }()));
+    c.add(Status::ok,
+          "specshim-nri (pid " + std::to_string(s->pid) + ") registered as " + s->plugin + " with " + s->runtime +
+              " (NRI v0." + std::to_string(s->nri_minor) + ") since " + when(s->since) +
+              ": it runs the chain for the pods of every handler but " +
+              (loaded.nri.shim_handlers.empty() ? std::string("none") : join(loaded.nri.shim_handlers, ", ")));
     c.add(Status::info, "NRI fails open: " + fail_open);
     return c;
   }

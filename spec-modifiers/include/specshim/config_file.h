@@ -51,6 +51,14 @@ struct NriSettings {
   // the bundle and rootfs in hand: no container gets the chain twice.
   std::vector<std::string> shim_handlers = {"specshim"};
   std::string hook_binary = "/usr/bin/specshim";  // the host's path the runtime runs the hook from
+
+  // container_dir is <state-dir>/<id>: the plugin's files of one container,
+  // which the nri-hook verb fills. Throws Error when id is not one safe path
+  // element (is_container_id).
+  std::filesystem::path container_dir(const std::string& id) const;
+  // is_container_id: 1 to 128 of [A-Za-z0-9_.-], not starting with '.' (a
+  // dot name in state-dir is the plugin's own, never a container's).
+  static bool is_container_id(const std::string& id);
 };
 
 // read_nri_settings reads [nri] from root (marking it known).

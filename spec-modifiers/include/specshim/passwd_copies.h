@@ -28,6 +28,10 @@ inline constexpr Copy kCopies[] = {kPasswdCopy, kGroupCopy};
 // kCopyMountOptions: how a copy is mounted over the image's file.
 inline constexpr const char* kCopyMountOptions[] = {"rbind", "ro", "nosuid", "nodev", "noexec", "rprivate"};
 
+// mount_over returns the spec's mount that hides f (at its path or a parent
+// of it, "/etc" say), or nullptr: then nothing covers the image's file.
+const Json* mount_over(const Spec& spec, const Copy& f);
+
 // fill_copies writes both copies in dir, each a regular file that exists
 // already (made empty by the front-end and bind-mounted, so it is written
 // in place: the mount holds the inode). spec is the container's config.json

@@ -43,8 +43,6 @@ class Plugin final : public Service {
   const Level& level() const { return level_; }
 
  private:
-  std::filesystem::path state_dir(const std::string& container_id) const;
-
   std::filesystem::path config_file_;
   NriSettings settings_;
   std::string name_;
