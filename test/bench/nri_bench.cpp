@@ -32,9 +32,7 @@
 // (/proc/<pid>/task/*/schedstat), which a loaded machine disturbs less than
 // wall time: what the plugin itself spends per create; and how long the
 // plugin's threads, runnable, waited for a CPU (a loaded machine's share).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,12 +105,6 @@ Sched sched_of(pid_t pid) {
   return sum;
 }
 
-int occurrences(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // Plugin runs the built specshim-nri against c's NRI socket with c's
 // specshim.toml, its stderr appended to specshim-nri.log.
 class Plugin {
@@ -128,15 +120,7 @@ class Plugin {
   // the plugin connected and was synchronized.
   void start() {
     const auto from = size_of(containerd_log());
-    const std::string config = (c_.dir() / "specshim.toml").string(), socket = c_.nri_socket(), log = log_.string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    const char* argv[] = {E2E_SPECSHIM_NRI, "--config", config.c_str(), "--socket", socket.c_str(), nullptr};
-    int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error(std::string("spawn ") + E2E_SPECSHIM_NRI + ": " + std::strerror(rc));
+    pid_ = spawn_specshim_nri(c_);
     if (!poll_until([&] { return occurrences(read_from(containerd_log(), from), kRegistered) > 0; }, 20s, 5ms))
       throw std::runtime_error("containerd did not register specshim-nri within 20 s\n--- specshim-nri.log\n" +
                                read_from(log_) + c_.diagnostics());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "e2e_util.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -180,6 +181,27 @@ std::string cdi_fixture(const Containerd& c) {
            {"hooks", {{{"hookName", "poststop"}, {"path", "/bin/true"}, {"args", {"true", "e2e-accel0"}}}}}}}}}}};
   test::write_file(c.cdi_dir() / "example.json", spec.dump(2));
   return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() + "\"]\n";
+}
+
+pid_t spawn_specshim_nri(const Containerd& c) {
+  const std::string config = (c.dir() / "specshim.toml").string(), socket = c.nri_socket(),
+                    log = (c.dir() / "specshim-nri.log").string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  const char* argv[] = {E2E_SPECSHIM_NRI, "--config", config.c_str(), "--socket", socket.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error(std::string("spawn ") + E2E_SPECSHIM_NRI + ": " + std::strerror(rc));
+  return pid;
+}
+
+int occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 std::vector<std::string> gpu_fixture(const Containerd& c) {

@@ -92,6 +92,14 @@ std::string cdi_fixture(const Containerd& c);
 // each by index and by UUID (/dev/nvidia0, /dev/nvidia1). Returns the UUIDs.
 std::vector<std::string> gpu_fixture(const Containerd& c);
 
+// spawn_specshim_nri starts the built specshim-nri against c's NRI socket
+// with c's specshim.toml, its stderr appended to c.dir()/specshim-nri.log,
+// and returns its pid (the caller ends it). Throws when it cannot start.
+pid_t spawn_specshim_nri(const Containerd& c);
+
+// occurrences counts the places `what` starts in text.
+int occurrences(const std::string& text, const std::string& what);
+
 // CdiEdits counts the fixture device's edits in a final config.json: its
 // node, env, allow rule, mount and poststop hook.
 struct CdiEdits {

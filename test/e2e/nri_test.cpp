@@ -7,19 +7,16 @@
 // it; with the plugin stopped, containerd creates pods without it (its
 // fail-open policy, docs/nri.md). Only on the 2.x tier with runc 1.1 (the
 // plugin does not depend on the delegate: containerd's own runc runs).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "containerd_harness.h"
 #include "e2e_util.h"
+#include "harness_cleanup.h"
 
 using namespace specshim::e2e;
 using nlohmann::json;
@@ -43,17 +40,7 @@ Setup nri_setup() {
 // specshim.toml, its stderr in specshim-nri.log, until stopped.
 class NriPlugin {
  public:
-  explicit NriPlugin(const Containerd& c) : log_(c.dir() / "specshim-nri.log") {
-    const std::string config = (c.dir() / "specshim.toml").string(), socket = c.nri_socket(), log = log_.string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    const char* argv[] = {E2E_SPECSHIM_NRI, "--config", config.c_str(), "--socket", socket.c_str(), nullptr};
-    int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error(std::string("spawn ") + E2E_SPECSHIM_NRI + " failed");
-  }
+  explicit NriPlugin(const Containerd& c) : log_(c.dir() / "specshim-nri.log"), pid_(spawn_specshim_nri(c)) {}
   ~NriPlugin() { stop(); }
   NriPlugin(const NriPlugin&) = delete;
   NriPlugin& operator=(const NriPlugin&) = delete;
@@ -64,20 +51,10 @@ class NriPlugin {
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
-  std::string log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string log() const { return read_or_empty(log_); }
   // configured is how many times a runtime configured the plugin: once per
   // registration, after which containerd calls it for every container.
-  int configured() const {
-    const std::string text = log();
-    int n = 0;
-    for (auto at = text.find("configured by"); at != std::string::npos; at = text.find("configured by", at + 1)) ++n;
-    return n;
-  }
+  int configured() const { return occurrences(log(), "configured by"); }
   // wait_configured waits until the plugin was configured `times` times.
   void wait_configured(int times) const {
     if (!poll_until([&] { return configured() >= times; }, 20s))
