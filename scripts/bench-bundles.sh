@@ -21,3 +21,46 @@ cdi_bundle() {
   jq -c --arg d "$3" '.annotations["cdi.k8s.io/bench"] = $d' "$1/config.orig" >"$1/config.json"
   cp "$1/config.json" "$1/config.orig"
 }
+
+# nvidia_env_bundles WORK FAKE [CDI-KEYS]: NVIDIA_VISIBLE_DEVICES against
+# nvidia.com/gpu as nvidia-cdi-refresh writes it (spec_nvidia, sourced from
+# scripts/bench-cdi-specs.sh: 8 GPUs by index and by UUID, `all`, 4 control
+# nodes, the `=void` env edit, 40 library mounts, 3 hooks), 2 GPUs asked for,
+# the default chain plus an [[env-devices]] entry for the variable
+# (WORK/nv.toml, running FAKE; CDI-KEYS are more lines for its [cdi] table):
+#   WORK/nv-outside  `0,1` in a container created outside CRI (ctr, nerdctl
+#                    run): outside-kubernetes = "honour" takes the list as it
+#                    is, as NVIDIA's runtime does; no kubelet file is read
+#   WORK/nv-grant    the device plugin's `GPU-<uuid>,GPU-<uuid>` after the
+#                    image's `all`, as the kubelet passes them, checked against
+#                    a 201-entry checkpoint whose entry for this pod grants them
+nvidia_env_bundles() {
+  local work=$1 root="$1/nv-kubelet" i
+  mkdir -p "$work/nv-cdi" "$root/device-plugins"
+  spec_nvidia >"$work/nv-cdi/nvidia.yaml"
+  local uid gpus key=NVIDIA_VISIBLE_DEVICES answer entries=""
+  uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
+  gpus="$(nvidia_uuid 0),$(nvidia_uuid 1)"
+  # A ContainerAllocateResponse with envs {NVIDIA_VISIBLE_DEVICES: gpus}: field 1,
+  # a map entry of key (1) and value (2), each length-prefixed (all under 128 bytes).
+  answer=$(printf "$(printf '\\x0a\\x%02x\\x0a\\x%02x%s\\x12\\x%02x%s' $((4 + ${#key} + ${#gpus})) \
+    "${#key}" "$key" "${#gpus}" "$gpus")" | base64 -w0)
+  for i in $(seq 200); do
+    entries+="{\"PodUID\": \"uid-other-$i\", \"ContainerName\": \"main\", \"ResourceName\": \"nvidia.com/gpu\",
+               \"DeviceIDs\": {\"0\": [\"GPU-other-$i\"]}, \"AllocResp\": \"$answer\"},"
+  done
+  entries+="{\"PodUID\": \"$uid\", \"ContainerName\": \"main\", \"ResourceName\": \"nvidia.com/gpu\",
+             \"DeviceIDs\": {\"0\": [\"$(nvidia_uuid 0)\", \"$(nvidia_uuid 1)\"]}, \"AllocResp\": \"$answer\"}"
+  echo "{\"Data\": {\"PodDeviceEntries\": [$entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" \
+    >"$root/device-plugins/kubelet_internal_checkpoint"
+  printf '[runtime]\npath = "%s"\n\n[cdi]\nspec-dirs = ["%s"]\n%s\n[[env-devices]]\nenv = "%s"\nkind = "nvidia.com/gpu"\nkubelet-root = "%s"\n' \
+    "$2" "$work/nv-cdi" "${3:-}" "$key" "$root" >"$work/nv.toml"
+  make_bundle "$work/nv-outside" 0
+  jq -c '.annotations |= with_entries(select(.key | startswith("io.kubernetes.cri.") | not))
+    | .process.env += ["NVIDIA_VISIBLE_DEVICES=0,1"]' "$work/nv-outside/config.orig" >"$work/nv-outside/config.json"
+  make_bundle "$work/nv-grant" 0
+  jq -c --arg gpus "$gpus" '.process.env += ["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_VISIBLE_DEVICES=" + $gpus]' \
+    "$work/nv-grant/config.orig" >"$work/nv-grant/config.json"
+  cp "$work/nv-outside/config.json" "$work/nv-outside/config.orig"
+  cp "$work/nv-grant/config.json" "$work/nv-grant/config.orig"
+}

@@ -161,6 +161,36 @@ else
   )
 fi
 
+# NVIDIA-sized env-var creates (nvidia_env_bundles, scripts/bench-bundles.sh):
+# NVIDIA_VISIBLE_DEVICES against nvidia.com/gpu as nvidia-cdi-refresh writes
+# it, 2 GPUs, once with no grant to check and once checked against a
+# 201-entry checkpoint.
+nvidia_env_bundles "$work" "$fake"
+restore_nv_outside="cp $work/nv-outside/config.orig $work/nv-outside/config.json"
+restore_nv_grant="cp $work/nv-grant/config.orig $work/nv-grant/config.json"
+# Both inject: the GPUs' nodes are in the dry-run's spec.
+for b in nv-outside nv-grant; do
+  SPECSHIM_CONFIG="$work/nv.toml" "$shim" dry-run --bundle "$work/$b" 2>/dev/null |
+    jq -e '[.linux.devices[].path] | index("/dev/nvidia0") and index("/dev/nvidia1") and (index("/dev/nvidia2") | not)' \
+      >/dev/null || { echo "bench: $b: NVIDIA_VISIBLE_DEVICES did not inject GPUs 0 and 1" >&2; exit 1; }
+done
+extra_cases+=(
+  'bench_prepared create-nv-outside "$work/nv.toml" "$restore_nv_outside" "$(create_cmd "$work/nv-outside")"'
+  'bench_prepared create-nv-grant "$work/nv.toml" "$restore_nv_grant" "$(create_cmd "$work/nv-grant")"'
+)
+extra_rows+=(
+  'row "create, NVIDIA_VISIBLE_DEVICES=0,1 outside CRI, nvidia.com/gpu spec ($(du -k "$work"/nv-cdi/nvidia.yaml | cut -f1) KiB), no grant to check → fake" create-nv-outside fake'
+  'row "create, NVIDIA_VISIBLE_DEVICES=<2 UUIDs> checked against a checkpoint (201 entries), same spec → fake" create-nv-grant fake'
+)
+extra_pairs+=(
+  'pair "create, NVIDIA_VISIBLE_DEVICES=0,1 outside CRI, nvidia.com/gpu spec, no grant to check" "$work/nv.toml" "$restore_nv_outside" "$(floor_cmd "$work/nv-outside")" "$(create_cmd "$work/nv-outside")"'
+  'pair "create, NVIDIA_VISIBLE_DEVICES=<2 UUIDs> + checkpoint grant (201 entries), nvidia.com/gpu spec" "$work/nv.toml" "$restore_nv_grant" "$(floor_cmd "$work/nv-grant")" "$(create_cmd "$work/nv-grant")"'
+)
+extra_rss+=(
+  'rss_row "create, NVIDIA_VISIBLE_DEVICES=0,1, no grant to check" "$work/nv.toml" "$restore_nv_outside" $(create_cmd "$work/nv-outside")'
+  'rss_row "create, NVIDIA_VISIBLE_DEVICES=<2 UUIDs> + checkpoint grant" "$work/nv.toml" "$restore_nv_grant" $(create_cmd "$work/nv-grant")'
+)
+
 # hotplug: a 100-entry desired-state file whose last entry selects this
 # pod's container (default/bench-pod/main) and gives it /dev/null at
 # /dev/hotplug0: the file read and parsed, one node and its rule added, the

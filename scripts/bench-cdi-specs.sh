@@ -56,3 +56,38 @@ make_dir() {
     fi
   done
 }
+
+# spec_nvidia: nvidia.com/gpu as nvidia-cdi-refresh writes it (`nvidia-ctk cdi
+# generate`, device-name-strategy index and uuid): 8 GPUs, each named by its
+# index and by its UUID with identical edits, a merged `all`, and spec-level
+# edits with 4 control nodes, NVIDIA_VISIBLE_DEVICES=void, 3 hooks and 40
+# library mounts. The GPUs' host nodes are 8 distinct nodes every Linux host
+# has, so a grant check tells them apart as it would /dev/nvidiaN.
+nvidia_hosts=(/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx /dev/kmsg)
+nvidia_uuid() { printf 'GPU-8b6a4d5e-%04d-4000-8000-0000000000%02d' "$1" "$1"; }
+spec_nvidia() {
+  printf -- '---\ncdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n'
+  local i name
+  for i in 0 1 2 3 4 5 6 7; do
+    for name in "$i" "$(nvidia_uuid "$i")"; do
+      printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%s\n      hostPath: %s\n' \
+        "$name" "$i" "${nvidia_hosts[$i]}"
+    done
+  done
+  printf -- '- name: all\n  containerEdits:\n    deviceNodes:\n'
+  for i in 0 1 2 3 4 5 6 7; do printf '    - path: /dev/nvidia%s\n      hostPath: %s\n' "$i" "${nvidia_hosts[$i]}"; done
+  printf 'containerEdits:\n  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n  deviceNodes:\n'
+  for n in nvidiactl:/dev/null nvidia-uvm:/dev/zero nvidia-uvm-tools:/dev/full nvidia-modeset:/dev/random; do
+    printf '  - path: /dev/%s\n    hostPath: %s\n' "${n%%:*}" "${n#*:}"
+  done
+  printf '  hooks:\n'
+  for h in create-symlinks update-ldcache chmod; do
+    printf '  - hookName: createContainer\n    path: /usr/bin/nvidia-cdi-hook\n    args: [nvidia-cdi-hook, %s, --folder, /usr/lib/x86_64-linux-gnu]\n' "$h"
+  done
+  printf '  mounts:\n'
+  for i in $(seq 1 40); do
+    printf '  - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-component-%02d.so.580.95.05\n' "$i"
+    printf '    containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-component-%02d.so.580.95.05\n' "$i"
+    printf '    options: [ro, nosuid, nodev, bind]\n'
+  done
+}

@@ -29,8 +29,8 @@ order=shim/hot-path.order
 command -v valgrind >/dev/null || { echo "hot-path-order: needs valgrind (scripts/install-deps.sh)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-source scripts/bench-cdi-specs.sh  # make_dir
-source scripts/bench-bundles.sh    # make_bundle, cdi_bundle: the benchmark's bundles
+source scripts/bench-cdi-specs.sh  # make_dir, spec_nvidia
+source scripts/bench-bundles.sh    # make_bundle, cdi_bundle, nvidia_env_bundles: the benchmark's bundles
 
 CDI_FILES=1 make_dir "$work/cdi-1" "example.com/accel"
 make_dir "$work/cdi-50" "example.com/accel"
@@ -43,6 +43,7 @@ make_bundle "$work/nochange" 0
 make_bundle "$work/passwd" 10001
 cdi_bundle "$work/cdi2" 0 "$devices"
 cdi_bundle "$work/passwd-cdi2" 10001 "$devices"
+nvidia_env_bundles "$work" "$fake" "cache-dir = \"$work/cache-nv\""
 
 n=0
 profile() {  # config argv...: the functions one run executes before its execve
@@ -95,6 +96,10 @@ create cdi-1 cdi2            # parse cache miss: parsed, stored
 cp "$work/cdi2/config.orig" "$work/cdi2/config.json"
 create cdi-1 cdi2            # cache hit
 create cdi-50 passwd-cdi2    # 49 other vendors' files beside it
+create nv nv-outside         # NVIDIA_VISIBLE_DEVICES, nvidia.com/gpu parsed and stored
+cp "$work/nv-outside/config.orig" "$work/nv-outside/config.json"
+create nv nv-outside         # cache hit, no grant to check
+create nv nv-grant           # the grant read from the kubelet's checkpoint
 profile plain --log "$work/log.json" --log-format json run --bundle "$work/nochange" id
 echo execve >>"$work/functions"  # where each profile stops: the runtime's exec itself
 awk '!seen[$0]++' "$work/functions" >"$work/order"
