@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "specshim/error.h"
+#include "specshim/text.h"
 
 namespace specshim::detail {
 namespace {
@@ -220,7 +221,7 @@ class Reader {
   std::string string() {
     ++p_;  // the opening quote
     const char* start = p_;
-    while (p_ != end_ && kPlain[static_cast<unsigned char>(*p_)]) ++p_;
+    p_ += json_plain_run(std::string_view(p_, static_cast<std::size_t>(end_ - p_)));
     if (p_ != end_ && *p_ == '"') return std::string(start, p_++);
     std::string out(start, p_);
     for (;;) {
@@ -228,7 +229,7 @@ class Reader {
       auto c = static_cast<unsigned char>(*p_);
       if (kPlain[c]) {
         const char* run = p_;
-        while (p_ != end_ && kPlain[static_cast<unsigned char>(*p_)]) ++p_;
+        p_ += json_plain_run(std::string_view(p_, static_cast<std::size_t>(end_ - p_)));
         out.append(run, p_);
       } else if (c == '"') {
         ++p_;

@@ -10,35 +10,9 @@
 
 #include "json_reader.h"
 #include "specshim/error.h"
+#include "specshim/text.h"
 
 namespace specshim {
-
-namespace {
-
-// plain_run returns how many bytes at the start of s a JSON string holds as
-// they are: not '"', '\\', a control character, or a byte past ASCII. Eight
-// bytes at a time; a word with any such byte is looked at byte by byte.
-std::size_t plain_run(std::string_view s) {
-  static constexpr auto plain = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0x20; c < 0x80; ++c) t[c] = c != '"' && c != '\\';
-    return t;
-  }();
-  constexpr std::uint64_t k01 = 0x0101010101010101, k80 = 0x8080808080808080;
-  auto has_zero = [](std::uint64_t v) { return (v - k01) & ~v & k80; };
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    std::uint64_t special =
-        (w & k80) | ((w - 0x20 * k01) & ~w & k80) | has_zero(w ^ ('"' * k01)) | has_zero(w ^ ('\\' * k01));
-    if (special) break;
-  }
-  while (i < s.size() && plain[static_cast<unsigned char>(s[i])]) ++i;
-  return i;
-}
-
-}  // namespace
 
 // SpecWriter writes the DOM in the style it was read in. Output goes to a
 // buffer it grows itself (out_'s size is its capacity, n_ what is written), so
@@ -163,7 +137,7 @@ class SpecWriter {
     std::size_t mark = n_;
     put('"');
     for (std::size_t i = 0;;) {
-      std::size_t run = plain_run(s.substr(i));
+      std::size_t run = json_plain_run(s.substr(i));
       put(s.substr(i, run));
       i += run;
       if (i == s.size()) break;

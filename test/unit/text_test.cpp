@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim/text.h: trimming and comma lists, as the readers of /proc files,
-// a runtime's stderr and tenant lists use them.
+// a runtime's stderr and tenant lists use them; json_plain_run, the scan of
+// every JSON string specshim reads or writes.
 #include "specshim/text.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
+using specshim::json_plain_run;
 using specshim::split_list;
 using specshim::trim;
 using specshim::trim_end;
@@ -26,4 +29,22 @@ TEST_CASE("text: split_list trims each item, drops empty ones and points into th
   CHECK(items[0].data() == value.data() + 1);
   CHECK(split_list(" , ", " ").empty());
   CHECK(split_list("a", " ") == std::vector<std::string_view>{"a"});
+}
+
+TEST_CASE("text: json_plain_run stops at the first byte a JSON string cannot hold as it is") {
+  // Every byte value, at every place in and around a 16-byte block, after
+  // plain bytes: the run ends there exactly when the byte is '"', '\\',
+  // a control character or past ASCII.
+  for (int c = 0; c < 256; ++c) {
+    bool special = c < 0x20 || c >= 0x80 || c == '"' || c == '\\';
+    for (std::size_t at = 0; at < 40; ++at) {
+      std::string s(40, 'a');
+      s[at] = static_cast<char>(c);
+      INFO("byte " << c << " at " << at);
+      CHECK(json_plain_run(s) == (special ? at : s.size()));
+      CHECK(json_plain_run(std::string_view(s).substr(0, at)) == at);  // the end is never read past
+    }
+  }
+  CHECK(json_plain_run("") == 0);
+  CHECK(json_plain_run("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.95.05\"") == 51);
 }

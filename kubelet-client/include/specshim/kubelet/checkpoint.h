@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,7 +32,7 @@ class Checkpoint {
   // malformed file and Error when it cannot be read; messages name the file.
   static std::optional<Checkpoint> read(const std::filesystem::path& file);
   // parse reads checkpoint text; name is the file named in messages.
-  static Checkpoint parse(std::string_view text, std::string name);
+  static Checkpoint parse(std::string text, std::string name);
 
   // entries returns the entries of one container, AllocResp decoded.
   std::vector<CheckpointEntry> entries(std::string_view pod_uid, std::string_view container) const;
@@ -51,20 +53,33 @@ class Checkpoint {
   ResourceDevices allocated_devices() const;
   std::size_t size() const { return raw_.size(); }
 
-  // RawEntry is an entry as read: AllocResp still base64, decoded on lookup.
+  // RawEntry is an entry as read: views into the checkpoint's text (or, for
+  // a string with escapes, into its decoded copy), AllocResp still base64,
+  // decoded on lookup. A create reads every entry of the node and uses one
+  // or two: nothing is copied out of the text until it is asked for.
   struct RawEntry {
-    std::string pod_uid;
-    std::string container;
-    std::string resource;
-    std::vector<std::string> device_ids;
-    std::optional<std::string> alloc_resp;  // base64 of the protobuf bytes, decoded on lookup
+    std::string_view pod_uid;
+    std::string_view container;
+    std::string_view resource;
+    std::size_t first_id = 0;  // device IDs: ids_[first_id, first_id + id_count)
+    std::size_t id_count = 0;
+    std::optional<std::string_view> alloc_resp;  // base64 of the protobuf bytes
   };
 
  private:
   CheckpointEntry decoded(const RawEntry& raw) const;
+  std::vector<std::string> ids_of(const RawEntry& raw) const;
 
+  // Text is what the views point into; shared, so a copy of a Checkpoint
+  // keeps it alive and nothing the views see ever moves.
+  struct Text {
+    std::string bytes;
+    std::deque<std::string> decoded;  // strings that had escapes, decoded
+  };
+  std::shared_ptr<const Text> text_;
   std::string name_;
   std::vector<RawEntry> raw_;
+  std::vector<std::string_view> ids_;
   ResourceDevices registered_;
 };
 
