@@ -51,8 +51,9 @@ nvidia_env_bundles() {
   done
   entries+="{\"PodUID\": \"$uid\", \"ContainerName\": \"main\", \"ResourceName\": \"nvidia.com/gpu\",
              \"DeviceIDs\": {\"0\": [\"$(nvidia_uuid 0)\", \"$(nvidia_uuid 1)\"]}, \"AllocResp\": \"$answer\"}"
-  echo "{\"Data\": {\"PodDeviceEntries\": [$entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" \
-    >"$root/device-plugins/kubelet_internal_checkpoint"
+  # Compact, as the kubelet's encoding/json writes it.
+  echo "{\"Data\": {\"PodDeviceEntries\": [$entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" |
+    jq -c . >"$root/device-plugins/kubelet_internal_checkpoint"
   printf '[runtime]\npath = "%s"\n\n[cdi]\nspec-dirs = ["%s"]\n%s\n[[env-devices]]\nenv = "%s"\nkind = "nvidia.com/gpu"\nkubelet-root = "%s"\n' \
     "$2" "$work/nv-cdi" "${3:-}" "$key" "$root" >"$work/nv.toml"
   make_bundle "$work/nv-outside" 0

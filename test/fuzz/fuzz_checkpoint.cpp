@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "specshim/kubelet/checkpoint.h"
@@ -21,8 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
   }
   try {
-    Checkpoint cp = Checkpoint::parse(bytes, "fuzz");
+    // The entries are views into the parsed text: a copy outlives the
+    // checkpoint it was made from (and ASan sees a view that does not).
+    std::optional<Checkpoint> parsed = Checkpoint::parse(std::string(bytes), "fuzz");
     if (!nlohmann::json::accept(bytes)) std::abort();
+    Checkpoint cp = *parsed;
+    parsed.reset();
     // Look up the UIDs/containers a real lookup would ask for.
     for (const std::string uid : {"uid-1", "u"})
       for (const std::string container : {"main", "c"}) {
@@ -31,6 +37,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         } catch (const Error&) {
         }
       }
+    for (const auto& [resource, ids] : cp.allocated_devices()) {
+      try {
+        cp.entries_for_devices(resource, ids);
+      } catch (const Error&) {
+      }
+    }
   } catch (const Error&) {
   }
   return 0;
