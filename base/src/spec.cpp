@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "json_reader.h"
@@ -15,24 +16,31 @@
 namespace specshim {
 
 // SpecWriter writes the DOM in the style it was read in. Output goes to a
-// buffer it grows itself (out_'s size is its capacity, n_ what is written), so
-// each token is a store, not a std::string append.
+// buffer it grows itself (cap_ bytes, n_ of them written), so each token is a
+// store, not a std::string append. The buffer is not zeroed and a new one
+// copies only what is written: its pages are touched once, as they are
+// written (a std::string resized to double filled 60 KiB of zeroes for a
+// 17 KiB spec: 15 page faults of a create's 90).
 class SpecWriter {
  public:
   explicit SpecWriter(const Spec& s) : s_(s) {}
 
   std::string write() {
-    out_.resize(4096);
     value(s_.doc_, 0);
     if (s_.trailing_newline_) put('\n');
-    out_.resize(n_);
-    return std::move(out_);
+    return std::string(out_.get(), n_);
   }
 
  private:
   char* room(std::size_t more) {
-    if (out_.size() - n_ < more) out_.resize(std::max(out_.size() * 2, n_ + more));
-    return out_.data() + n_;
+    if (cap_ - n_ < more) {
+      std::size_t cap = std::max(cap_ == 0 ? std::size_t{16384} : cap_ * 2, n_ + more);
+      std::unique_ptr<char[]> bigger(new char[cap]);
+      if (n_) std::memcpy(bigger.get(), out_.get(), n_);
+      out_ = std::move(bigger);
+      cap_ = cap;
+    }
+    return out_.get() + n_;
   }
   void put(char c) {
     *room(1) = c;
@@ -177,11 +185,12 @@ class SpecWriter {
   template <typename Int>
   void number(Int v) {
     char* p = room(24);
-    n_ = static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - out_.data());
+    n_ = static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - out_.get());
   }
 
   const Spec& s_;
-  std::string out_;
+  std::unique_ptr<char[]> out_;
+  std::size_t cap_ = 0;
   std::size_t n_ = 0;
   std::string path_;
   bool track_ = !s_.raw_numbers_.empty();
