@@ -61,10 +61,22 @@ std::string IdMap::describe() const {
   return out;
 }
 
+namespace {
+
+// is_user_namespace tells a linux.namespaces entry of type "user", without
+// a copy of its type: the cdi modifier asks once per device node.
+bool is_user_namespace(const Json& n) {
+  if (!n.is_object()) return false;
+  auto type = n.find("type");
+  return type != n.end() && type->is_string() && type->get_ref<const std::string&>() == "user";
+}
+
+}  // namespace
+
 bool has_user_namespace(const Spec& spec) {
   if (const Json* ns = spec.find({"linux", "namespaces"}); ns && ns->is_array())
     for (const auto& n : *ns)
-      if (n.is_object() && n.value("type", "") == "user") return true;
+      if (is_user_namespace(n)) return true;
   for (auto key : {"uidMappings", "gidMappings"})
     if (const Json* m = spec.find({"linux", key}); m && m->is_array() && !m->empty()) return true;
   return false;
@@ -100,7 +112,7 @@ std::optional<UserNamespace> read(const Spec& spec, const std::filesystem::path&
   UserNamespace u;
   if (const Json* ns = spec.find({"linux", "namespaces"}); ns && ns->is_array())
     for (const auto& n : *ns)
-      if (n.is_object() && n.value("type", "") == "user" && n.contains("path") && n["path"].is_string())
+      if (is_user_namespace(n) && n.contains("path") && n["path"].is_string())
         u.path = n["path"].get<std::string>();
   u.uids = read_map(spec, "uidMappings");
   u.gids = read_map(spec, "gidMappings");
