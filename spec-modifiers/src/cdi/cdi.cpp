@@ -8,6 +8,7 @@
 #include "specshim/cdi.h"
 
 #include <algorithm>
+#include <deque>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -92,18 +93,35 @@ namespace {
 
 // ---- containerEdits → OCI ----
 
-// merge concatenates edits as upstream's ContainerEdits.Append: lists are
-// appended, intelRdt is replaced by the last one given.
-void merge(ContainerEdits& into, const ContainerEdits& e) {
-  auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
-  append(into.env, e.env);
-  append(into.device_nodes, e.device_nodes);
-  append(into.net_devices, e.net_devices);
-  append(into.hooks, e.hooks);
-  append(into.mounts, e.mounts);
-  if (e.intel_rdt) into.intel_rdt = e.intel_rdt;
-  append(into.additional_gids, e.additional_gids);
-}
+// Merged is the edits of every part of a create, concatenated as upstream's
+// ContainerEdits.Append does (lists appended, intelRdt replaced by the last
+// one given). It points into the spec files' edits instead of copying them:
+// NVIDIA's spec-level edits alone are 40 mounts. Device nodes are copies, to
+// be completed from the host; mounts made here (a node bound in a user
+// namespace) live in own_mounts.
+struct Merged {
+  std::vector<const std::string*> env;
+  std::vector<DeviceNode> device_nodes;
+  std::vector<const cdi::NetDevice*> net_devices;
+  std::vector<const cdi::Hook*> hooks;
+  std::vector<const cdi::Mount*> mounts;
+  std::deque<cdi::Mount> own_mounts;
+  const cdi::IntelRdt* intel_rdt = nullptr;
+  std::vector<std::uint32_t> additional_gids;
+
+  void add(const ContainerEdits& e) {
+    auto point = [](auto& into, const auto& from) {
+      for (const auto& x : from) into.push_back(&x);
+    };
+    point(env, e.env);
+    device_nodes.insert(device_nodes.end(), e.device_nodes.begin(), e.device_nodes.end());
+    point(net_devices, e.net_devices);
+    point(hooks, e.hooks);
+    point(mounts, e.mounts);
+    if (e.intel_rdt) intel_rdt = &*e.intel_rdt;
+    additional_gids.insert(additional_gids.end(), e.additional_gids.begin(), e.additional_gids.end());
+  }
+};
 
 // Members builds a JSON object in the order members are added, with room
 // for all of them reserved first (a growing member vector copies its keys):
@@ -246,10 +264,11 @@ class Injector {
  public:
   explicit Injector(Spec& spec) : spec_(spec) {}
 
-  void env(const std::vector<std::string>& env) {
+  void env(const std::vector<const std::string*>& env) {
     if (env.empty()) return;
     Json& list = spec_.array_at({"process", "env"});
-    for (const auto& kv : env) {
+    for (const std::string* edit : env) {
+      const std::string& kv = *edit;
       std::string key = kv.substr(0, kv.find('=') + 1);
       auto same_key = std::find_if(list.begin(), list.end(), [&](const Json& e) {
         return e.is_string() && e.get_ref<const std::string&>().rfind(key, 0) == 0;
@@ -286,10 +305,10 @@ class Injector {
       *same_path = std::move(entry);
   }
 
-  void net_devices(const std::vector<cdi::NetDevice>& nets) {
+  void net_devices(const std::vector<const cdi::NetDevice*>& nets) {
     if (nets.empty()) return;
     Json& map = spec_.object_at({"linux", "netDevices"});
-    for (const auto& n : nets) map[n.host_interface_name] = Json{{"name", n.name}};
+    for (const auto* n : nets) map[n->host_interface_name] = Json{{"name", n->name}};
   }
 
   // mounts writes the CDI mounts so that the result depends only on the
@@ -303,10 +322,10 @@ class Injector {
   // on its own output it finds that order and changes nothing. The spec's
   // mounts are found through an index by destination, built once, not by a
   // scan per mount: NVIDIA's specs carry 40 and more.
-  void mounts(const std::vector<cdi::Mount>& mounts) {
+  void mounts(const std::vector<const cdi::Mount*>& mounts) {
     if (mounts.empty()) return;
     std::unordered_map<std::string_view, std::size_t> last;  // destination -> index of its last CDI mount
-    for (std::size_t i = 0; i < mounts.size(); ++i) last[mounts[i].container_path] = i;
+    for (std::size_t i = 0; i < mounts.size(); ++i) last[mounts[i]->container_path] = i;
 
     // The spec's mounts outside the CDI destinations keep their order; at a
     // CDI destination, the first one already written exactly as wanted is
@@ -324,12 +343,12 @@ class Injector {
       auto w = dest ? last.find(dest->get_ref<const std::string&>()) : last.end();
       if (w == last.end())
         order.emplace_back(mount_depth(mount), i);
-      else if (reuse[w->second] == kNew && is_oci_mount(mount, mounts[w->second]))
+      else if (reuse[w->second] == kNew && is_oci_mount(mount, *mounts[w->second]))
         reuse[w->second] = i;
     }
     for (std::size_t k = 0; k < mounts.size(); ++k)
-      if (last[mounts[k].container_path] == k)
-        order.emplace_back(path_depth(mounts[k].container_path), reuse[k] == kNew ? n + k : reuse[k]);
+      if (last[mounts[k]->container_path] == k)
+        order.emplace_back(path_depth(mounts[k]->container_path), reuse[k] == kNew ? n + k : reuse[k]);
     std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
     bool unchanged = order.size() == n;
@@ -340,15 +359,15 @@ class Injector {
     Json result = Json::array();
     result.get_ref<Json::array_t&>().reserve(order.size());
     for (const auto& [depth, slot] : order)
-      result.push_back(slot < n ? std::move(list[slot]) : oci_mount(mounts[slot - n]));
+      result.push_back(slot < n ? std::move(list[slot]) : oci_mount(*mounts[slot - n]));
     list = std::move(result);
   }
 
-  void hooks(const std::vector<cdi::Hook>& hooks) {
-    for (const auto& h : hooks) put_unique(spec_.array_at({"hooks", h.hook_name}), oci_hook(h));
+  void hooks(const std::vector<const cdi::Hook*>& hooks) {
+    for (const auto* h : hooks) put_unique(spec_.array_at({"hooks", h->hook_name}), oci_hook(*h));
   }
 
-  void intel_rdt(const std::optional<cdi::IntelRdt>& rdt) {
+  void intel_rdt(const cdi::IntelRdt* rdt) {
     if (rdt) spec_.object_at({"linux"})["intelRdt"] = oci_intel_rdt(*rdt);
   }
 
@@ -410,10 +429,10 @@ class Cdi : public Modifier {
     if (!missing.empty()) throw cdi::unresolvable_error(missing, reg, origins);
 
     // Everything that can fail on the host is done before the spec is touched.
-    ContainerEdits edits;
+    Merged edits;
     for (const auto& [what, part] : parts) {
       std::size_t first = edits.device_nodes.size();
-      merge(edits, *part);
+      edits.add(*part);
       for (auto d = edits.device_nodes.begin() + static_cast<std::ptrdiff_t>(first); d != edits.device_nodes.end();
            ++d) {
         try {
@@ -427,7 +446,8 @@ class Cdi : public Modifier {
     // mount of that file (userns.h), placed among the mounts like any other.
     for (const auto& d : edits.device_nodes)
       if (userns::binds_device(spec, d.path, d.host_path))
-        edits.mounts.push_back({d.host_path, d.path, {std::string(userns::kDeviceBindOption)}, "bind"});
+        edits.mounts.push_back(&edits.own_mounts.emplace_back(
+            cdi::Mount{d.host_path, d.path, {std::string(userns::kDeviceBindOption)}, "bind"}));
     Injector inject(spec);
     inject.env(edits.env);
     inject.device_nodes(edits.device_nodes);
