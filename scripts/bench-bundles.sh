@@ -22,6 +22,31 @@ cdi_bundle() {
   cp "$1/config.json" "$1/config.orig"
 }
 
+# env_checkpoint ROOT RESOURCE ENV VALUE ID...: ROOT/device-plugins/
+# kubelet_internal_checkpoint, compact as the kubelet's encoding/json writes
+# it, with 200 entries of other pods and one for test/bench/cri-config.json's
+# pod (container "main", device IDs ID...), every one granting RESOURCE with
+# an Allocate answer whose envs are {ENV: VALUE}.
+env_checkpoint() {
+  local root=$1 resource=$2 key=$3 value=$4 uid answer entries="" ids i
+  shift 4
+  uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
+  ids=$(printf '"%s",' "$@")
+  # A ContainerAllocateResponse: field 1, a map entry of key (1) and value (2),
+  # each length-prefixed (all under 128 bytes).
+  answer=$(printf "$(printf '\\x0a\\x%02x\\x0a\\x%02x%s\\x12\\x%02x%s' $((4 + ${#key} + ${#value})) \
+    "${#key}" "$key" "${#value}" "$value")" | base64 -w0)
+  for i in $(seq 200); do
+    entries+="{\"PodUID\": \"uid-other-$i\", \"ContainerName\": \"main\", \"ResourceName\": \"$resource\",
+               \"DeviceIDs\": {\"0\": [\"device-other-$i\"]}, \"AllocResp\": \"$answer\"},"
+  done
+  entries+="{\"PodUID\": \"$uid\", \"ContainerName\": \"main\", \"ResourceName\": \"$resource\",
+             \"DeviceIDs\": {\"0\": [${ids%,}]}, \"AllocResp\": \"$answer\"}"
+  mkdir -p "$root/device-plugins"
+  echo "{\"Data\": {\"PodDeviceEntries\": [$entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" |
+    jq -c . >"$root/device-plugins/kubelet_internal_checkpoint"
+}
+
 # nvidia_env_bundles WORK FAKE [CDI-KEYS]: NVIDIA_VISIBLE_DEVICES against
 # nvidia.com/gpu as nvidia-cdi-refresh writes it (spec_nvidia, sourced from
 # scripts/bench-cdi-specs.sh: 8 GPUs by index and by UUID, `all`, 4 control
@@ -35,25 +60,12 @@ cdi_bundle() {
 #                    image's `all`, as the kubelet passes them, checked against
 #                    a 201-entry checkpoint whose entry for this pod grants them
 nvidia_env_bundles() {
-  local work=$1 root="$1/nv-kubelet" i
-  mkdir -p "$work/nv-cdi" "$root/device-plugins"
+  local work=$1 root="$1/nv-kubelet"
+  mkdir -p "$work/nv-cdi"
   spec_nvidia >"$work/nv-cdi/nvidia.yaml"
-  local uid gpus key=NVIDIA_VISIBLE_DEVICES answer entries=""
-  uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
+  local gpus key=NVIDIA_VISIBLE_DEVICES
   gpus="$(nvidia_uuid 0),$(nvidia_uuid 1)"
-  # A ContainerAllocateResponse with envs {NVIDIA_VISIBLE_DEVICES: gpus}: field 1,
-  # a map entry of key (1) and value (2), each length-prefixed (all under 128 bytes).
-  answer=$(printf "$(printf '\\x0a\\x%02x\\x0a\\x%02x%s\\x12\\x%02x%s' $((4 + ${#key} + ${#gpus})) \
-    "${#key}" "$key" "${#gpus}" "$gpus")" | base64 -w0)
-  for i in $(seq 200); do
-    entries+="{\"PodUID\": \"uid-other-$i\", \"ContainerName\": \"main\", \"ResourceName\": \"nvidia.com/gpu\",
-               \"DeviceIDs\": {\"0\": [\"GPU-other-$i\"]}, \"AllocResp\": \"$answer\"},"
-  done
-  entries+="{\"PodUID\": \"$uid\", \"ContainerName\": \"main\", \"ResourceName\": \"nvidia.com/gpu\",
-             \"DeviceIDs\": {\"0\": [\"$(nvidia_uuid 0)\", \"$(nvidia_uuid 1)\"]}, \"AllocResp\": \"$answer\"}"
-  # Compact, as the kubelet's encoding/json writes it.
-  echo "{\"Data\": {\"PodDeviceEntries\": [$entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" |
-    jq -c . >"$root/device-plugins/kubelet_internal_checkpoint"
+  env_checkpoint "$root" nvidia.com/gpu "$key" "$gpus" "$(nvidia_uuid 0)" "$(nvidia_uuid 1)"
   printf '[runtime]\npath = "%s"\n\n[cdi]\nspec-dirs = ["%s"]\n%s\n[[env-devices]]\nenv = "%s"\nkind = "nvidia.com/gpu"\nkubelet-root = "%s"\n' \
     "$2" "$work/nv-cdi" "${3:-}" "$key" "$root" >"$work/nv.toml"
   make_bundle "$work/nv-outside" 0

@@ -120,20 +120,7 @@ extra_rss+=(
 # pod UID grants "0,1" (no RPC). Paired against the annotation create above
 # with the same config, in which env-devices finds no variable.
 ev_root="$work/ev-kubelet"
-mkdir -p "$ev_root/device-plugins"
-ev_uid=$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' test/bench/cri-config.json)
-# A ContainerAllocateResponse with envs {ACCEL_VISIBLE_DEVICES: "0,1"}: field 1,
-# a map entry of key (1, 21 bytes) and value (2, 3 bytes).
-ev_answer=$(printf '\x0a\x1c\x0a\x15ACCEL_VISIBLE_DEVICES\x12\x030,1' | base64 -w0)
-ev_entries=""
-for i in $(seq 200); do
-  ev_entries+="{\"PodUID\": \"uid-other-$i\", \"ContainerName\": \"main\", \"ResourceName\": \"example.com/accel\",
-               \"DeviceIDs\": {\"0\": [\"accel-other-$i\"]}, \"AllocResp\": \"$ev_answer\"},"
-done
-ev_entries+="{\"PodUID\": \"$ev_uid\", \"ContainerName\": \"main\", \"ResourceName\": \"example.com/accel\",
-              \"DeviceIDs\": {\"0\": [\"accel-0\", \"accel-1\"]}, \"AllocResp\": \"$ev_answer\"}"
-echo "{\"Data\": {\"PodDeviceEntries\": [$ev_entries], \"RegisteredDevices\": null}, \"Checksum\": 1}" \
-  >"$ev_root/device-plugins/kubelet_internal_checkpoint"
+env_checkpoint "$ev_root" example.com/accel ACCEL_VISIBLE_DEVICES 0,1 accel-0 accel-1
 { cat "$work/cdi-1.toml"; printf '\n[[env-devices]]\nenv = "ACCEL_VISIBLE_DEVICES"\nkind = "example.com/accel"\nkubelet-root = "%s"\n' "$ev_root"; } >"$work/ev.toml"
 make_bundle "$work/ev2" 0
 jq -c '.process.env += ["ACCEL_VISIBLE_DEVICES=all", "ACCEL_VISIBLE_DEVICES=0,1"]' "$work/ev2/config.orig" >"$work/ev2/config.json"
