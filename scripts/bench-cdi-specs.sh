@@ -11,14 +11,22 @@ spec_yaml() {
       "$i" "$i" "$([ $((i % 2)) -eq 0 ] && echo /dev/null || echo /dev/zero)"
   done
   printf 'containerEdits:\n  env:\n  - ACCEL_DRIVER=550.54.15\n  deviceNodes:\n  - path: /dev/accelctl\n    hostPath: /dev/full\n'
+  yaml_hooks_mounts accel-ctk "accel-ctk, hook" libaccel-component 550.54.15
+}
+
+# yaml_hooks_mounts TOOL ARGS LIB VERSION: the spec-level hooks (3, TOOL run
+# with ARGS first) and library mounts (40 of LIB-NN.so.VERSION) of spec_yaml
+# and spec_nvidia.
+yaml_hooks_mounts() {
   printf '  hooks:\n'
   for h in create-symlinks update-ldcache chmod; do
-    printf '  - hookName: createContainer\n    path: /usr/bin/accel-ctk\n    args: [accel-ctk, hook, %s, --folder, /usr/lib/x86_64-linux-gnu]\n' "$h"
+    printf '  - hookName: createContainer\n    path: /usr/bin/%s\n    args: [%s, %s, --folder, /usr/lib/x86_64-linux-gnu]\n' \
+      "$1" "$2" "$h"
   done
   printf '  mounts:\n'
   for i in $(seq 1 40); do
-    printf '  - hostPath: /usr/lib/x86_64-linux-gnu/libaccel-component-%02d.so.550.54.15\n' "$i"
-    printf '    containerPath: /usr/lib/x86_64-linux-gnu/libaccel-component-%02d.so.550.54.15\n' "$i"
+    printf '  - hostPath: /usr/lib/x86_64-linux-gnu/%s-%02d.so.%s\n' "$3" "$i" "$4"
+    printf '    containerPath: /usr/lib/x86_64-linux-gnu/%s-%02d.so.%s\n' "$3" "$i" "$4"
     printf '    options: [ro, nosuid, nodev, bind]\n'
   done
 }
@@ -80,14 +88,5 @@ spec_nvidia() {
   for n in nvidiactl:/dev/null nvidia-uvm:/dev/zero nvidia-uvm-tools:/dev/full nvidia-modeset:/dev/random; do
     printf '  - path: /dev/%s\n    hostPath: %s\n' "${n%%:*}" "${n#*:}"
   done
-  printf '  hooks:\n'
-  for h in create-symlinks update-ldcache chmod; do
-    printf '  - hookName: createContainer\n    path: /usr/bin/nvidia-cdi-hook\n    args: [nvidia-cdi-hook, %s, --folder, /usr/lib/x86_64-linux-gnu]\n' "$h"
-  done
-  printf '  mounts:\n'
-  for i in $(seq 1 40); do
-    printf '  - hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-component-%02d.so.580.95.05\n' "$i"
-    printf '    containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-component-%02d.so.580.95.05\n' "$i"
-    printf '    options: [ro, nosuid, nodev, bind]\n'
-  done
+  yaml_hooks_mounts nvidia-cdi-hook nvidia-cdi-hook libnvidia-component 580.95.05
 }
