@@ -7,7 +7,6 @@
 #include "json_reader.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -22,13 +21,6 @@
 
 namespace specshim::detail {
 namespace {
-
-// Bytes a string can hold as they are: printable ASCII but '"' and '\\'.
-constexpr auto kPlain = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x80; ++c) t[c] = c != '"' && c != '\\';
-  return t;
-}();
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -221,28 +213,30 @@ class Reader {
   std::string string() {
     ++p_;  // the opening quote
     const char* start = p_;
-    p_ += json_plain_run(std::string_view(p_, static_cast<std::size_t>(end_ - p_)));
+    skip_plain();
     if (p_ != end_ && *p_ == '"') return std::string(start, p_++);
     std::string out(start, p_);
     for (;;) {
       if (p_ == end_) fail("expected `\"` to end the string");
       auto c = static_cast<unsigned char>(*p_);
-      if (kPlain[c]) {
-        const char* run = p_;
-        p_ += json_plain_run(std::string_view(p_, static_cast<std::size_t>(end_ - p_)));
-        out.append(run, p_);
-      } else if (c == '"') {
+      if (c == '"') {
         ++p_;
         return out;
-      } else if (c == '\\') {
-        escape(out);
-      } else if (c < 0x20) {
-        fail("a control character must be escaped in a string");
-      } else {
-        utf8(out);
       }
+      if (c == '\\')
+        escape(out);
+      else if (c < 0x20)
+        fail("a control character must be escaped in a string");
+      else
+        utf8(out);
+      const char* run = p_;
+      skip_plain();
+      out.append(run, p_);
     }
   }
+
+  // skip_plain steps over the bytes a string holds as they are.
+  void skip_plain() { p_ += json_plain_run(std::string_view(p_, static_cast<std::size_t>(end_ - p_))); }
 
   void escape(std::string& out) {
     ++p_;
