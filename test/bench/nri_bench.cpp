@@ -59,7 +59,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kDevice = "example.com/accel=0";
 constexpr const char* kMark = "specshim.io/nri";  // specshim-nri's annotation on what it adjusted
 // containerd's NRI (v0.8, containerd 2.1) logs these at info for our plugin.
 constexpr const char* kRegistered = "specshim\\\" connected and synchronized";
@@ -320,7 +319,7 @@ int main(int argc, char** argv) {
                                "\"\npod-annotations = [\"cdi.k8s.io/*\"]\n");
     const std::string version = c.cri().version().runtime_version();
     Pod plain(c, "nri-bench-plain", {}, "");
-    Pod asked(c, "nri-bench-cdi", {{"cdi.k8s.io/bench", kDevice}}, "");
+    Pod asked(c, "nri-bench-cdi", {{"cdi.k8s.io/bench", kFixtureDevice}}, "");
     Plugin plugin(c);
     const pid_t containerd = std::stoi(read_from(c.dir() / "containerd.pid"));
     Bench bench{c, Status(c), {&plain, &asked}, plugin, containerd};

@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kResource = "example.com/accel";
-constexpr const char* kDevice = "example.com/accel=0";
 
 // specshim with the CDI fixture and the device-plugin modifier for the
 // fixture's resource, reading the fake kubelet under <dir>/kubelet.
@@ -55,15 +54,16 @@ TEST_CASE("CRI: a device plugin's CDI device named in an annotation or in CDI_de
   // with cdi_devices for the other; the kubelet recorded both answers and
   // passes them on: the annotation among the container's annotations, the
   // names in CRI's CDI_devices.
-  FakeKubelet kubelet(kubelet_config(c, json::array(),
-                                     {entry(pod, "annotated", {{"annotations", {{"cdi.k8s.io/accel_0", kDevice}}}}),
-                                      entry(pod, "listed", {{"cdi_devices", {kDevice}}})})
-                          .dump(),
-                      c.dir());
+  FakeKubelet kubelet(
+      kubelet_config(c, json::array(),
+                     {entry(pod, "annotated", {{"annotations", {{"cdi.k8s.io/accel_0", kFixtureDevice}}}}),
+                      entry(pod, "listed", {{"cdi_devices", {kFixtureDevice}}})})
+          .dump(),
+      c.dir());
   auto annotated = container_config("annotated", "exec sleep 600");
-  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kDevice;
+  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kFixtureDevice;
   auto listed = container_config("listed", "exec sleep 600");
-  listed.add_cdi_devices()->set_name(kDevice);
+  listed.add_cdi_devices()->set_name(kFixtureDevice);
 
   for (auto* cfg : {&annotated, &listed}) {
     const std::string name = cfg->metadata().name();
@@ -92,11 +92,11 @@ TEST_CASE("ctr run: a sibling created through the task API gets the devices of a
                                                    {"name", meta.name()},
                                                    {"uid", meta.uid()},
                                                    {"containers", {{"main", {{kResource, {"0"}}}}}}}}),
-                                     json::array({entry(pod, "main", {{"cdi_devices", {kDevice}}})}))
+                                     json::array({entry(pod, "main", {{"cdi_devices", {kFixtureDevice}}})}))
                           .dump(),
                       c.dir());
   auto main = container_config("main", "exec sleep 600");
-  main.add_cdi_devices()->set_name(kDevice);
+  main.add_cdi_devices()->set_name(kFixtureDevice);
   const std::string main_id = pod.create(main);
   c.cri().start_container(main_id);
   REQUIRE(c.cri().container_status(main_id).state() == cri::CONTAINER_RUNNING);
@@ -129,7 +129,7 @@ TEST_CASE("CRI: specshim attach gives a running CRI container a CDI device it ca
   REQUIRE(c.cri().container_status(id).state() == cri::CONTAINER_RUNNING);
 
   auto r = specshim::test::run_process({SPECSHIM_BINARY, "attach", "--root", "/run/containerd/runc/k8s.io", "--config",
-                                        (c.dir() / "specshim.toml").string(), id, "--cdi", kDevice});
+                                        (c.dir() / "specshim.toml").string(), id, "--cdi", kFixtureDevice});
   INFO(r.out << r.err << c.diagnostics());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("attached /dev/accel0 (c 1:7 rwm"));

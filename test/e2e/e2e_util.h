@@ -86,6 +86,8 @@ struct Pod {
 // /dev/full's numbers as its host node, env, a read-only mount and a
 // poststop hook (/bin/true, on the host).
 std::string cdi_fixture(const Containerd& c);
+// kFixtureDevice is the fixture's one device, as a request names it.
+inline constexpr const char* kFixtureDevice = "example.com/accel=0";
 
 // gpu_fixture makes two stand-in GPUs (char nodes with /dev/full's numbers
 // under dir()/gpu-dev) and an nvidia.com/gpu CDI spec in c.cdi_dir() naming

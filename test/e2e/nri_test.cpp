@@ -25,7 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kDevice = "example.com/accel=0";
 constexpr const char* kDefaultHandler = "";  // containerd's runc
 
 // nri_setup: containerd with NRI on and only its default handler, runc.
@@ -94,14 +93,14 @@ TEST_CASE("NRI: a CDI device lands exactly once, from containerd's own CDI or fr
   // it before NRI; the chain finds it applied and adds nothing.
   Pod plain(c, "nri-cdi-plain", {}, kDefaultHandler);
   auto annotated = container_config("annotated", "exec sleep 600");
-  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kDevice;
+  (*annotated.mutable_annotations())["cdi.k8s.io/accel_0"] = kFixtureDevice;
   const json plain_spec = running_spec(c, plain.create(annotated));
   INFO("specshim-nri's log:\n" << plugin.log() << "config.json: " << plain_spec.dump());
   CHECK(cdi_fixture_edits(plain_spec) == CdiEdits{1, 1, 1, 1, 1});
 
   // A pod annotation: containerd does not resolve it; the chain does, and
   // the container opens the node and reads the mount.
-  Pod asked(c, "nri-cdi-pod", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  Pod asked(c, "nri-cdi-pod", {{"cdi.k8s.io/e2e", kFixtureDevice}}, kDefaultHandler);
   auto main =
       container_config("main", "head -c 4 /dev/accel0 | od -An -tx1; echo env=$E2E_CDI_ENV; cat /mnt/cdi/hello");
   const std::string id = asked.create(main);
@@ -202,13 +201,13 @@ TEST_CASE("NRI: after containerd restarts, the plugin registers again and the ne
   plugin.wait_configured(1);
   INFO(plugin.log() << c.diagnostics());
   {
-    Pod before(c, "nri-before-restart", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+    Pod before(c, "nri-before-restart", {{"cdi.k8s.io/e2e", kFixtureDevice}}, kDefaultHandler);
     CHECK(cdi_fixture_edits(running_spec(c, before.create(container_config("main", "exec sleep 600")))) ==
           CdiEdits{1, 1, 1, 1, 1});
   }
   c.restart();
   plugin.wait_configured(2);
-  Pod after(c, "nri-after-restart", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  Pod after(c, "nri-after-restart", {{"cdi.k8s.io/e2e", kFixtureDevice}}, kDefaultHandler);
   CHECK(cdi_fixture_edits(running_spec(c, after.create(container_config("main", "exec sleep 600")))) ==
         CdiEdits{1, 1, 1, 1, 1});
 }
@@ -222,7 +221,7 @@ TEST_CASE("NRI: with the plugin stopped containerd creates pods without it (fail
   INFO(plugin.log() << c.diagnostics());
   // containerd notices the closed connection and drops the plugin; the pod
   // runs, and nothing of the chain's is in it.
-  Pod pod(c, "nri-plugin-down", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  Pod pod(c, "nri-plugin-down", {{"cdi.k8s.io/e2e", kFixtureDevice}}, kDefaultHandler);
   CHECK(cdi_fixture_edits(running_spec(c, pod.create(container_config("main", "exec sleep 600")))) ==
         CdiEdits{0, 0, 0, 0, 0});
 }
@@ -292,7 +291,7 @@ TEST_CASE(
   CHECK_FALSE(shim_spec["annotations"].contains("specshim.io/nri"));
   CHECK_FALSE(calls_for(c.runtime_calls(), shim_id).empty());  // it went through specshim
   // A pod on containerd's runc: the plugin's chain, and its mark.
-  Pod runc_pod(c, "nri-runc-pod", {{"cdi.k8s.io/e2e", kDevice}}, kDefaultHandler);
+  Pod runc_pod(c, "nri-runc-pod", {{"cdi.k8s.io/e2e", kFixtureDevice}}, kDefaultHandler);
   const json runc_spec = running_spec(c, runc_pod.create(container_config("main", "exec sleep 600")));
   CHECK(cdi_fixture_edits(runc_spec) == CdiEdits{1, 1, 1, 1, 1});
   CHECK(runc_spec["annotations"].value("specshim.io/nri", "") == "10-specshim");
