@@ -116,7 +116,7 @@ family = lambda name: re.match(r"(__[a-z]+)_", name).group(1)
 seen = set()
 for f in (l.strip() for l in open(sys.argv[1])):
     names = [f]
-    if re.match(r"__(mem|str|stp|rawmem)[a-z]*_", f):
+    if f in variants:
         names = [v for v in variants if family(v) == family(f)]
     for n in names:
         if n not in seen:
