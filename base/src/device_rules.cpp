@@ -63,4 +63,12 @@ std::vector<DeviceRule> read_device_rules(const Spec& spec) {
   return rules;
 }
 
+bool allows_all(const std::vector<DeviceRule>& rules) {
+  for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
+    if (!r->allow) return false;
+    if (r->type == 'a' && !r->major && !r->minor) return r->access == "rwm";
+  }
+  return false;
+}
+
 }  // namespace specshim

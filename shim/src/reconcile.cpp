@@ -153,12 +153,12 @@ class Reconciler {
     Spec spec = Spec::parse(fs::read_regular_file(c.bundle / "config.json", kMaxSpecBytes));
     // A pod sandbox runs no workload: the hotplug modifier gives it nothing
     // at create, and no entry selects it here either.
-    if (kind_of(spec) == ContainerKind::sandbox) return true;
     device_plugin::Identity identity;
     try {
+      if (pod_identity::kind_of(spec) == ContainerKind::sandbox) return true;
       identity = device_plugin::identify(spec);
     } catch (const Error&) {
-      // A malformed specshim.io/pod selects by id only.
+      // A malformed specshim.io/pod, or identity keys that disagree, select by id only.
     }
     const hotplug::Entry* entry = hotplug::select(d, c.id, identity);
     if (entry) matched.insert(entry);

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "specshim/error.h"
+#include "specshim/pod_identity.h"
 
 namespace specshim {
 namespace {
@@ -47,25 +48,19 @@ std::string prefixed(std::string_view who, const std::string& what) {
 
 }  // namespace
 
-std::optional<std::string> pod_namespace(const Spec& spec) {
-  for (const auto& keys : kCriKeys)
-    if (spec.annotation(keys.kind)) return spec.annotation(keys.pod_namespace);
-  return std::nullopt;
-}
-
 bool ContainerMatch::holds(const Spec& spec) const {
   if (kind) {
     // Containers created outside CRI (ctr, docker-in-docker siblings) carry
     // no kind annotation; they are not sandboxes, so "container" matches them.
-    bool sandbox = kind_of(spec) == ContainerKind::sandbox;
+    bool sandbox = pod_identity::kind_of(spec) == ContainerKind::sandbox;
     if (sandbox != (*kind == ContainerKind::sandbox)) return false;
   }
   for (const auto& [key, glob] : annotations) {
     auto value = spec.annotation(key);
-    if (!value || !glob_matches(glob, *value)) return false;
+    if (!value || pod_identity::foreign_key(spec, key) || !glob_matches(glob, *value)) return false;
   }
   if (!namespaces.empty()) {
-    auto ns = pod_namespace(spec);
+    auto ns = pod_identity::pod_namespace(spec);
     if (!ns || std::none_of(namespaces.begin(), namespaces.end(), [&](const auto& g) { return glob_matches(g, *ns); }))
       return false;
   }

@@ -10,16 +10,6 @@ std::filesystem::path Context::rootfs(const Spec& spec) const {
   return root.is_absolute() ? root : bundle / root;
 }
 
-ContainerKind kind_of(const Spec& spec) {
-  for (const auto& keys : kCriKeys) {
-    if (auto v = spec.annotation(keys.kind)) {
-      if (*v == "sandbox") return ContainerKind::sandbox;
-      if (*v == "container") return ContainerKind::container;
-    }
-  }
-  return ContainerKind::unknown;
-}
-
 const char* feed_name(Feed feed) {
   switch (feed) {
     case Feed::grants:

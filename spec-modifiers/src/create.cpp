@@ -6,6 +6,7 @@
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
+#include "specshim/pod_identity.h"
 #include "specshim/registry.h"
 
 namespace specshim::create {
@@ -71,7 +72,7 @@ void SpecInMemory::store(const Outcome& out) {
 Outcome modify(Bundle& bundle, const Chain& chain, Context ctx) {
   Spec spec = bundle.read();
   ctx.bundle = bundle.dir();
-  ctx.kind = kind_of(spec);
+  ctx.kind = pod_identity::kind_of(spec);
   ChainResult result = chain.run(spec, ctx);
   log::debug("bundle {}: {} pass(es), changed by [{}]", ctx.bundle.string(), result.passes,
              fmt::join(result.changed_by, ", "));

@@ -30,30 +30,6 @@ std::string shown_json(const Json& j) {
   return text.size() > 120 ? text.substr(0, 120) + "..." : text;
 }
 
-bool dns_name(std::string_view s) {
-  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-  });
-}
-
-PodRef parse_pod(const std::string& value) {
-  auto slash = value.find('/');
-  PodRef ref;
-  if (slash != std::string::npos) ref = {value.substr(0, slash), value.substr(slash + 1)};
-  if (!dns_name(ref.ns) || !dns_name(ref.name))
-    throw Error(std::string("annotation `") + kPod + "`: want <namespace>/<name>, got " + shown(value));
-  return ref;
-}
-
-std::string text_of(const Spec& spec, const char* key) {
-  return spec.annotation(key).value_or("");
-}
-
-bool present(const Spec& spec, const char* key) {
-  const Json* a = spec.find({"annotations"});
-  return a && a->is_object() && a->contains(key);
-}
-
 std::string normal(const std::string& path) {
   std::string p = std::filesystem::path(path).lexically_normal().string();
   while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -200,32 +176,6 @@ bool merge_devices(Spec& spec, const PreparedAnswer& a, std::vector<std::string>
 }
 
 }  // namespace
-
-Identity identify(const Spec& spec) {
-  Identity id;
-  for (const auto& keys : kCriKeys) {
-    if (!present(spec, keys.kind)) continue;
-    id.cri = true;
-    id.pod = {text_of(spec, keys.pod_namespace), text_of(spec, keys.pod_name)};
-    id.uid = text_of(spec, keys.pod_uid);
-    id.container = text_of(spec, keys.container);
-    break;
-  }
-  auto named = spec.annotation(kPod);
-  if (!named) {
-    if (present(spec, kPod)) throw Error(std::string("annotation `") + kPod + "`: must be a string");
-    return id;
-  }
-  PodRef ref = parse_pod(*named);
-  if (!id.cri) {
-    id.pod = ref;
-  } else if (ref != id.pod) {
-    throw Error(std::string("annotation `") + kPod + "` names pod `" + ref.str() +
-                "`, but the container belongs to pod `" + id.pod.str() +
-                "`: another pod is only honoured for containers created outside CRI");
-  }
-  return id;
-}
 
 std::vector<std::string> parse_device_ids(std::string_view key, std::string_view value) {
   std::string what = "annotation `" + std::string(key) + "`";

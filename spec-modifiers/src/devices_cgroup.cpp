@@ -61,16 +61,6 @@ std::bitset<3> granted(const std::vector<DeviceRule>& rules, char type, std::int
   return g;
 }
 
-// allows_all: the last wildcard rule allows rwm and no deny follows it, as in
-// containerd's privileged spec ([{allow: true, access: rwm}]).
-bool allows_all(const std::vector<DeviceRule>& rules) {
-  for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
-    if (!r->allow) return false;
-    if (r->type == 'a' && !r->major && !r->minor) return bits(r->access).all();
-  }
-  return false;
-}
-
 struct Entry {
   std::string path;
   char type;  // b, c, u or p

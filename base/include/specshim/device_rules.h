@@ -33,4 +33,9 @@ struct DeviceRule {
 // as "rw"). Throws Error naming the entry, e.g. `linux.resources.devices[3].type`.
 std::vector<DeviceRule> read_device_rules(const Spec& spec);
 
+// allows_all tells rules that open every device: the last wildcard rule
+// (type `a`, no numbers) allows rwm and no deny follows it, as in the rule
+// containerd and CRI-O give a privileged container ([{allow: true, access: rwm}]).
+bool allows_all(const std::vector<DeviceRule>& rules);
+
 }  // namespace specshim

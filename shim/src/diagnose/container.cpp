@@ -3,10 +3,12 @@
 // reading it once: runtime state, spec, attach record, process, cgroups and
 // mount table.
 #include <algorithm>
+#include <optional>
 
 #include "diagnose/diagnose.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/pod_identity.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -15,8 +17,17 @@ namespace sfs = std::filesystem;
 
 constexpr std::size_t kMaxSpecBytes = 64 << 20;
 
-std::string annotation(const Spec& spec, std::string_view key) {
-  return spec.annotation(key).value_or("");
+// member is the CRI identity of a spec of pod ns/name, as its engine wrote
+// it; nullopt for any other spec, and for one whose identity keys disagree.
+std::optional<pod_identity::Cri> member(const Spec& spec, std::string_view ns, std::string_view name) {
+  pod_identity::Cri cri;
+  try {
+    cri = pod_identity::read_cri(spec);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!cri.engine || cri.pod.ns != ns || cri.pod.name != name) return std::nullopt;
+  return cri;
 }
 
 Spec read_spec(const sfs::path& bundle, const std::string& id) {
@@ -39,10 +50,8 @@ std::pair<std::string, std::string> split_pod(const std::string& pod) {
 }
 
 bool pod_matches(const Spec& spec, std::string_view ns, std::string_view name, std::string_view container) {
-  if (annotation(spec, "io.kubernetes.cri.container-type") == "sandbox") return false;
-  return annotation(spec, "io.kubernetes.cri.sandbox-namespace") == ns &&
-         annotation(spec, "io.kubernetes.cri.sandbox-name") == name &&
-         (container.empty() || annotation(spec, "io.kubernetes.cri.container-name") == container);
+  auto cri = member(spec, ns, name);
+  return cri && cri->kind != ContainerKind::sandbox && (container.empty() || cri->container == container);
 }
 
 std::string find_container(const Setup& setup, const Options& o) {
@@ -63,20 +72,21 @@ std::string find_container(const Setup& setup, const Options& o) {
     } catch (const Error&) {
       continue;  // a container being deleted: its bundle may be gone
     }
-    if (pod_matches(spec, ns, name, o.container))
-      found.emplace_back(s.id, annotation(spec, "io.kubernetes.cri.container-name"));
-    else if (pod_matches(spec, ns, name, ""))
-      others.push_back(q(annotation(spec, "io.kubernetes.cri.container-name")));
-    else if (annotation(spec, "io.kubernetes.cri.sandbox-namespace") == ns &&
-             annotation(spec, "io.kubernetes.cri.sandbox-name") == name)
+    auto cri = member(spec, ns, name);
+    if (!cri) continue;
+    if (cri->kind == ContainerKind::sandbox)
       others.push_back("its sandbox " + s.id + " (never inspected)");
+    else if (pod_matches(spec, ns, name, o.container))
+      found.emplace_back(s.id, cri->container);
+    else
+      others.push_back(q(cri->container));
   }
   std::string which = "pod " + q(o.pod) + (o.container.empty() ? "" : " container " + q(o.container));
   std::string where = setup.runtime_root.empty() ? "the runtime's default root" : q(setup.runtime_root);
   if (found.empty())
     throw CannotInspect(which + ": the runtime under " + where +
-                        " runs no such container (matched by the io.kubernetes.cri.sandbox-namespace, sandbox-name" +
-                        (o.container.empty() ? "" : " and container-name") + " annotations)" +
+                        " runs no such container (matched by the pod's namespace and name" +
+                        (o.container.empty() ? "" : " and the container's name") + ", as its CRI engine wrote them)" +
                         (others.empty() ? "" : "; the pod has " + join(others, ", ")));
   if (found.size() > 1) {
     std::string list;

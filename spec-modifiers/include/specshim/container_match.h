@@ -19,9 +19,11 @@ namespace specshim {
 // ContainerMatch holds when every given condition holds; an empty one holds
 // for every container, sandboxes included.
 struct ContainerMatch {
-  std::map<std::string, std::string> annotations;  // key -> fnmatch glob over the value
-  std::optional<ContainerKind> kind;               // container: anything but a sandbox
-  std::vector<std::string> namespaces;             // fnmatch globs over the pod's namespace (CRI's annotations)
+  // key -> fnmatch glob over the value; an identity key no engine wrote for
+  // the spec (pod_identity::foreign_key) reads as absent
+  std::map<std::string, std::string> annotations;
+  std::optional<ContainerKind> kind;                          // container: anything but a sandbox
+  std::vector<std::string> namespaces;                        // fnmatch globs over the pod's namespace (pod_identity)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> uids;  // inclusive ranges over process.user.uid
 
   bool empty() const { return annotations.empty() && !kind && namespaces.empty() && uids.empty(); }
@@ -34,10 +36,6 @@ struct ContainerMatch {
 // every error message ("patch `p`"); empty for a table that is its own
 // subject ([passwd]).
 ContainerMatch read_container_match(config::Section& t, std::string_view who);
-
-// pod_namespace is the pod's namespace as containerd's or CRI-O's CRI wrote
-// it into the spec; nullopt for a container created outside CRI.
-std::optional<std::string> pod_namespace(const Spec& spec);
 
 // valid_glob reports whether fnmatch(3) reads g as the admin meant it: no
 // unterminated bracket expression, no trailing backslash, no control bytes.

@@ -29,13 +29,14 @@
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
+#include "specshim/pod_identity.h"
 #include "specshim/spec.h"
 
 namespace specshim::device_plugin {
 
 // Annotations the modifier reads (requests) and writes (hand-overs).
 inline constexpr const char* kDevicesFrom = "specshim.io/devices-from";         // container-sync
-inline constexpr const char* kPod = "specshim.io/pod";                          // <ns>/<name>, outside CRI
+inline constexpr const char* kPod = pod_identity::kPod;                         // <ns>/<name>, outside CRI
 inline constexpr const char* kDevicesFromPod = "specshim.io/devices-from-pod";  // pod-sync
 inline constexpr const char* kCdiDevices = "specshim.io/cdi-devices";           // read by cdi
 inline constexpr const char* kResources = "specshim.io/resources";              // read by requirements
@@ -100,29 +101,10 @@ struct Config {
 Config read_table(config::Section& s, const KubeletKeys& kubelet = {});
 std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet = {});
 
-// PodRef names a pod; empty when unknown.
-struct PodRef {
-  std::string ns;
-  std::string name;
-  bool empty() const { return name.empty(); }
-  std::string str() const { return ns + "/" + name; }
-  bool operator==(const PodRef&) const = default;
-};
-
-// Identity is who a spec belongs to. For containers created through CRI the
-// pod and container come from the runtime's own annotations (containerd's
-// io.kubernetes.cri.*, or CRI-O's io.kubernetes.pod.* labels). A container
-// created outside CRI has none; it may name a pod with specshim.io/pod.
-struct Identity {
-  bool cri = false;       // created through containerd's or CRI-O's CRI
-  PodRef pod;             // empty when unknown
-  std::string uid;        // pod UID; empty when unknown (outside CRI, containerd < 1.6.11)
-  std::string container;  // Kubernetes container name; empty outside CRI
-};
-
-// identify reads the identity. Throws Error for a malformed specshim.io/pod,
-// and when a CRI container's specshim.io/pod names another pod than its own.
-Identity identify(const Spec& spec);
+// Who a spec belongs to: specshim/pod_identity.h, the one reader of it.
+using pod_identity::identify;
+using pod_identity::Identity;
+using pod_identity::PodRef;
 
 // parse_device_ids reads a direct request, a JSON list of device IDs such as
 // ["GPU-1","GPU-2"]. Throws Error naming the annotation.

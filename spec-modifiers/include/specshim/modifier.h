@@ -105,26 +105,6 @@ struct Context {
   std::filesystem::path rootfs(const Spec& spec) const;
 };
 
-// CriKeys names the annotations in which a CRI runtime writes a container's
-// Kubernetes identity into its spec: containerd's io.kubernetes.cri.*, and
-// the kubelet's labels that CRI-O copies. One row per runtime, tried in order.
-struct CriKeys {
-  const char* kind;  // "container" or "sandbox"; present only for CRI's containers
-  const char* pod_namespace;
-  const char* pod_name;
-  const char* pod_uid;
-  const char* container;
-};
-inline constexpr CriKeys kCriKeys[] = {
-    {"io.kubernetes.cri.container-type", "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name",
-     "io.kubernetes.cri.sandbox-uid", "io.kubernetes.cri.container-name"},
-    {"io.kubernetes.cri-o.ContainerType", "io.kubernetes.pod.namespace", "io.kubernetes.pod.name",
-     "io.kubernetes.pod.uid", "io.kubernetes.container.name"},
-};
-
-// kind_of reads the container kind from containerd's or CRI-O's annotations.
-ContainerKind kind_of(const Spec& spec);
-
 // Feed is a part of the Context that modifiers pass on to each other: one
 // fills it in, a later one reads it. The chain runs a modifier again only
 // when the spec changed, never for the context, so a reader placed before
