@@ -27,149 +27,6 @@
 
 namespace specshim::env_devices {
 
-// ---- parsing ----------------------------------------------------------------
-
-namespace {
-
-// items splits a value on ',' and trims each item as Go's
-// strings.TrimSpace does over the ASCII spaces (a name has no other);
-// empty items are dropped.
-std::vector<std::string_view> items(std::string_view value) {
-  return split_list(value, " \t\n\r\v\f");
-}
-
-std::string too_many() {
-  return "more than " + std::to_string(kMaxNames) + " device names";
-}
-
-// npu_id reads a decimal id of at most 4 digits (Ascend's runtime allows
-// ids up to 128).
-std::optional<unsigned> npu_id(std::string_view s) {
-  if (s.empty() || s.size() > 4 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  unsigned n = 0;
-  for (char c : s) n = n * 10 + unsigned(c - '0');
-  return n;
-}
-
-// The chip types of Ascend's device names, as its runtime matches them
-// (`^Ascend(910|310B|310P|310)-(\d+)$`); `npu-N` names an id on any chip.
-constexpr std::string_view kAscendChips[] = {"910", "310B", "310P", "310"};
-
-}  // namespace
-
-DeviceList parse_device_list(std::string_view value) {
-  auto list_items = items(value);
-  DeviceList list;
-  if (list_items.empty() || std::find(list_items.begin(), list_items.end(), "void") != list_items.end()) return list;
-  for (auto item : list_items) {
-    if (item == "all" || item == "none") {
-      list.what = item == "all" ? DeviceList::What::all : DeviceList::What::none;
-      return list;
-    }
-  }
-  list.what = DeviceList::What::names;
-  for (auto item : list_items) {
-    if (std::find(list.names.begin(), list.names.end(), item) != list.names.end()) continue;
-    if (list.names.size() == kMaxNames) throw Error(too_many());
-    list.names.emplace_back(item);
-  }
-  return list;
-}
-
-DeviceList parse_ascend_list(std::string_view value) {
-  auto list_items = items(value);
-  DeviceList list;
-  if (list_items.empty() || std::find(list_items.begin(), list_items.end(), "void") != list_items.end()) return list;
-  std::vector<unsigned> ids;
-  std::string_view chip;  // of the first Ascend<chip>-N name
-  auto add = [&](unsigned id) {
-    if (std::find(ids.begin(), ids.end(), id) != ids.end()) return;
-    if (ids.size() == kMaxNames) throw Error(too_many());
-    ids.push_back(id);
-  };
-  for (auto item : list_items) {
-    std::string bad = cdi::quote(item) + " is not an NPU id, a range of ids (0-3) or a name (Ascend910-0, npu-0)";
-    bool chip_name = item.rfind("Ascend", 0) == 0;  // Ascend<chip>-N; else npu-N, or an id or range
-    if (chip_name || item.rfind("npu-", 0) == 0) {
-      std::string_view rest = item.substr(chip_name ? 6 : 3);
-      auto dash = rest.find('-');
-      if (dash == std::string_view::npos) throw Error(bad);
-      std::string_view type = rest.substr(0, dash);
-      auto id = npu_id(rest.substr(dash + 1));
-      if (!id ||
-          (chip_name && std::find(std::begin(kAscendChips), std::end(kAscendChips), type) == std::end(kAscendChips)))
-        throw Error(bad);
-      if (chip_name) {
-        if (!chip.empty() && type != chip)
-          throw Error(cdi::quote(item) + " names an Ascend" + std::string(type) + " after Ascend" + std::string(chip) +
-                      ": one list names one chip type");
-        chip = type;
-      }
-      add(*id);
-      continue;
-    }
-    auto dash = item.find('-');
-    if (dash == std::string_view::npos) {
-      auto id = npu_id(item);
-      if (!id) throw Error(bad);
-      add(*id);
-      continue;
-    }
-    auto first = npu_id(item.substr(0, dash)), last = npu_id(item.substr(dash + 1));
-    if (!first || !last) throw Error(bad);
-    if (*first > *last) throw Error(cdi::quote(item) + " is a range whose first id is above its last");
-    for (unsigned id = *first; id <= *last; ++id) add(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  list.what = DeviceList::What::names;
-  for (unsigned id : ids) list.names.push_back(std::to_string(id));
-  return list;
-}
-
-DeviceList parse_list(Grammar grammar, std::string_view value) {
-  return grammar == Grammar::ascend ? parse_ascend_list(value) : parse_device_list(value);
-}
-
-std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::string_view env) {
-  if (grammar != Grammar::ascend) return spec.env(env);
-  return spec.env(env, [](std::string_view value) { return !items(value).empty(); });
-}
-
-// kVendors: the variables whose runtime specshim knows.
-//   NVIDIA: its runtime appends NVIDIA_VISIBLE_DEVICES=void once the devices
-//   are in (research: envvar.md), so a later runtime does nothing more.
-//   Ascend: tools inside the container read ASCEND_VISIBLE_DEVICES as the
-//   physical ids of the NPUs they see (vLLM-Ascend maps its device i to
-//   int(ids[i]) and stops on an empty value): `void` would break them, so it
-//   is kept. Its runtime appends nothing either. Its device plugin's
-//   resources are named per chip: huawei.com/Ascend910, Ascend310P, and
-//   vNPU templates such as Ascend910-16c.
-const std::vector<Vendor> kVendors = {
-    {"NVIDIA_VISIBLE_DEVICES", Grammar::nvidia, After::void_value, {}},
-    {"ASCEND_VISIBLE_DEVICES", Grammar::ascend, After::keep, {"huawei.com/Ascend*"}},
-};
-
-const Vendor& vendor_of(std::string_view env) {
-  static const Vendor other{"", Grammar::nvidia, After::void_value, {}};
-  for (const auto& v : kVendors)
-    if (v.env == env) return v;
-  return other;
-}
-
-std::string qualify(std::string_view kind, std::string_view item, std::string* why) {
-  std::string reason;
-  if (item.find('=') != std::string_view::npos) {
-    auto q = cdi::parse_qualified_name(item, &reason);
-    if (q) return q->str();
-  } else {
-    reason = cdi::check_device_name(item);
-    if (reason.empty()) return std::string(kind) + "=" + std::string(item);
-  }
-  if (why) *why = reason;
-  return {};
-}
-
 // ---- config -----------------------------------------------------------------
 
 namespace {
@@ -247,6 +104,7 @@ std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubele
         choice(t, "outside-kubernetes", {{"honour", Outside::honour}, {"ignore", Outside::ignore}}, Outside::honour);
     e.grammar = choice(t, "grammar", {{"nvidia", Grammar::nvidia}, {"ascend", Grammar::ascend}}, known.grammar);
     e.after = choice(t, "after", {{"void", After::void_value}, {"keep", After::keep}}, known.after);
+    e.ignored = choice(t, "ignored", {{"inert", Ignored::inert}, {"fail", Ignored::fail}}, Ignored::inert);
     e.scope = choice(t, "scope", {{"host", Scope::host}, {"visible", Scope::visible}}, Scope::host);
     if (auto root_dir = t.string("kubelet-root")) {
       if (!absolute(*root_dir)) t.fail("kubelet-root", "must be an absolute path");
@@ -339,9 +197,91 @@ std::vector<std::string> mounted(const Spec& spec, const std::string& dir) {
   return names;
 }
 
-bool sys_admin_in_bounding(const Spec& spec) {
-  const Json* b = spec.find({"process", "capabilities", "bounding"});
-  return b && b->is_array() && std::find(b->begin(), b->end(), Json("CAP_SYS_ADMIN")) != b->end();
+// asks tells whether spec asks for devices through entry e: its variable
+// lists something (a value specshim cannot read counts), or /dev/null
+// mounts stand below its volume-mounts dir.
+bool asks(const Entry& e, const Spec& spec) {
+  if (!e.volume_mounts.empty() && !mounted(spec, e.volume_mounts).empty()) return true;
+  auto value = value_of(e.grammar, spec, e.env);
+  if (!value) return false;
+  try {
+    return parse_list(e.grammar, *value).what != DeviceList::What::nothing;
+  } catch (const Error&) {
+    return true;
+  }
+}
+
+// drop_markers removes the volume-mounts strategy's /dev/null mounts below
+// e's dir: a runtime after specshim that reads them (NVIDIA's, with
+// accept-nvidia-visible-devices-as-volume-mounts) would find the request in
+// them whatever the variable says.
+void drop_markers(const Entry& e, Spec& spec, std::vector<std::string>& changes) {
+  if (e.volume_mounts.empty() || mounted(spec, e.volume_mounts).empty()) return;
+  Json& mounts = spec.array_at({"mounts"});
+  std::size_t before = mounts.size();
+  mounts.erase(std::remove_if(mounts.begin(), mounts.end(),
+                              [&](const Json& m) {
+                                return m.is_object() && m.contains("source") && m["source"].is_string() &&
+                                       m.contains("destination") && m["destination"].is_string() &&
+                                       fs::clean_path(m["source"].get_ref<const std::string&>()) == "/dev/null" &&
+                                       below(e.volume_mounts, m["destination"].get_ref<const std::string&>());
+                              }),
+               mounts.end());
+  changes.push_back("removed " + std::to_string(before - mounts.size()) + " /dev/null mount(s) below " +
+                    e.volume_mounts);
+}
+
+// set_only makes value the variable's one entry (no entry when value is
+// nullopt), keeping the place of its first entry.
+void set_only(const std::string& env, const std::optional<std::string>& value, Spec& spec,
+              std::vector<std::string>& changes) {
+  const Json* list = spec.find({"process", "env"});
+  if (list && !list->is_array()) list = nullptr;
+  std::string prefix = env + "=";
+  std::vector<std::size_t> at;
+  if (list)
+    for (std::size_t i = 0; i < list->size(); ++i)
+      if ((*list)[i].is_string() && (*list)[i].get_ref<const std::string&>().rfind(prefix, 0) == 0) at.push_back(i);
+  if (value ? at.size() == 1 && (*list)[at[0]].get_ref<const std::string&>() == prefix + *value : at.empty()) return;
+  Json& envs = spec.array_at({"process", "env"});
+  for (auto i = at.rbegin(); i != at.rend(); ++i)
+    if (!value || *i != at.front()) envs.erase(envs.begin() + static_cast<std::ptrdiff_t>(*i));
+  if (value && at.empty()) envs.push_back(prefix + *value);
+  if (value && !at.empty()) envs[at.front()] = prefix + *value;
+  changes.push_back(value ? "set " + prefix + *value : "removed " + env);
+}
+
+// make_inert leaves nothing a runtime after specshim would read as a
+// request: NVIDIA's convention appends `<ENV>=void` (its runtime reads the
+// last entry, and `void` anywhere means no device); a vendor whose value
+// is kept (Ascend: tools read it as the ids they see, and stop on `void`)
+// loses the variable, which its runtime reads as no request.
+void make_inert(const Entry& e, Spec& spec, std::vector<std::string>& changes) {
+  drop_markers(e, spec, changes);
+  if (e.after == After::keep) {
+    set_only(e.env, std::nullopt, spec, changes);
+    return;
+  }
+  if (!spec.env(e.env) || spec.env(e.env) == "void") return;
+  spec.array_at({"process", "env"}).push_back(e.env + "=void");
+  changes.push_back("appended " + e.env + "=void");
+}
+
+// keep_within: a kept variable of a clamped request says what the grant
+// injects, not what was asked beyond it, so a runtime after specshim reads
+// the grant. A request within its grant keeps its own value.
+void keep_within(const Entry& e, const DeviceRequest& req, Spec& spec, std::vector<std::string>& changes) {
+  const auto& b = *req.bound;
+  if (b.all ||
+      (req.scope == DeviceRequest::Scope::names && std::all_of(req.names.begin(), req.names.end(), [&](auto& n) {
+         return std::find(b.names.begin(), b.names.end(), n) != b.names.end();
+       })))
+    return;
+  std::vector<std::string> bare;
+  std::string prefix = e.kind + "=";
+  for (const auto& n : b.names)
+    if (n.rfind(prefix, 0) == 0) bare.push_back(n.substr(prefix.size()));
+  set_only(e.env, bare.empty() ? std::nullopt : std::optional(join(bare, ",")), spec, changes);
 }
 
 // sibling tells a container created outside CRI that belongs to a pod: it
@@ -358,6 +298,7 @@ struct EnvDevices::State {
   std::vector<Entry> entries;
   std::vector<std::shared_ptr<KubeletSession>> sessions;                       // per entry
   std::optional<std::vector<std::pair<const Entry*, DeviceRequest>>> decided;  // on the first apply
+  std::vector<const Entry*> inert;                                             // entries whose request was ignored
   std::vector<std::string> changes;
 
   // Per decision.
@@ -379,8 +320,10 @@ struct EnvDevices::State {
     return grants;
   }
 
-  // decide makes the request of one entry, or nullopt when there is none to make.
-  std::optional<DeviceRequest> decide(const Entry& e, KubeletSession& session, const Spec& spec, const Context& ctx) {
+  // decide makes the request of one entry, or nullopt when there is none to
+  // make; ignored then says why a request the spec makes is not honoured.
+  std::optional<DeviceRequest> decide(const Entry& e, KubeletSession& session, const Spec& spec, const Context& ctx,
+                                      std::string& ignored) {
     DeviceList list;
     std::string origin;
     std::vector<std::string> from_mounts;
@@ -416,7 +359,7 @@ struct EnvDevices::State {
     // Whom to trust with a request of their own. Only CRI's identity can
     // make a container trusted: a sibling's pod and capabilities are
     // written by whoever creates it.
-    if (id.cri && e.privileged == Trust::honour && sys_admin_in_bounding(spec)) return req;
+    if (id.cri && e.privileged == Trust::honour && pod_identity::privileged(spec)) return req;
     if (id.cri &&
         std::find(e.trusted_namespaces.begin(), e.trusted_namespaces.end(), id.pod.ns) != e.trusted_namespaces.end())
       return req;
@@ -442,15 +385,11 @@ struct EnvDevices::State {
     if (!granted) {
       if (!id.cri && !sibling(spec)) {
         if (e.outside_kubernetes == Outside::honour) return req;
-        log::debug(
-            "env-devices: {}: ignored, the container was not created through CRI (outside-kubernetes = "
-            "\"ignore\")",
-            origin);
+        ignored = origin + ": the container was not created through CRI (outside-kubernetes = \"ignore\")";
         return std::nullopt;
       }
-      log::debug("env-devices: {}: ignored, {} {} no device of {}", origin,
-                 id.cri ? "the kubelet granted" : "nothing was handed over from its pod to", target,
-                 join(e.resources, ", "));
+      ignored = origin + ": " + (id.cri ? "the kubelet granted " : "nothing was handed over from its pod to ") +
+                target + " no device of " + join(e.resources, ", ");
       return std::nullopt;
     }
 
@@ -488,26 +427,43 @@ std::string EnvDevices::last_change() const {
 void EnvDevices::apply(Spec& spec, Context& ctx) {
   State& s = *state_;
   s.changes.clear();
-  if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   if (!s.decided) {
-    s.id = device_plugin::identify(spec);
-    s.target = target_name(s.id, ctx.container_id);
     s.decided.emplace();
-    for (std::size_t i = 0; i < s.entries.size(); ++i)
-      if (auto req = s.decide(s.entries[i], *s.sessions[i], spec, ctx)) {
+    // The pause container runs no workload: whatever its spec asks is
+    // ignored, and made inert for the runtime after specshim.
+    bool sandbox = ctx.kind == ContainerKind::sandbox;
+    if (!sandbox) {
+      s.id = device_plugin::identify(spec);
+      s.target = target_name(s.id, ctx.container_id);
+    }
+    for (std::size_t i = 0; i < s.entries.size(); ++i) {
+      const Entry& e = s.entries[i];
+      std::string ignored;
+      if (sandbox) {
+        if (asks(e, spec)) s.inert.push_back(&e);
+        continue;
+      }
+      if (auto req = s.decide(e, *s.sessions[i], spec, ctx, ignored)) {
         log::debug("env-devices: {}: {}", req->origin,
                    req->bound ? "within what " + req->bound->what : std::string("trusted, no grant checked"));
-        s.decided->emplace_back(&s.entries[i], std::move(*req));
+        s.decided->emplace_back(&e, std::move(*req));
+      } else if (!ignored.empty()) {
+        if (e.ignored == Ignored::fail) throw Error(ignored + " (ignored = \"fail\")");
+        log::debug("env-devices: {}: ignored, made inert for the runtime after specshim", ignored);
+        s.inert.push_back(&e);
       }
+    }
   }
 
   std::erase_if(ctx.device_requests, [](const DeviceRequest& r) { return r.from == "env-devices"; });
   for (const auto& [e, req] : *s.decided) {
     ctx.device_requests.push_back(req);
-    if (e->after != After::void_value || spec.env(e->env) == "void") continue;
-    spec.array_at({"process", "env"}).push_back(e->env + "=void");
-    s.changes.push_back("appended " + e->env + "=void");
+    if (e->after == After::void_value)
+      make_inert(*e, spec, s.changes);
+    else if (req.bound && req.bound->clamp)
+      keep_within(*e, req, spec, s.changes);
   }
+  for (const Entry* e : s.inert) make_inert(*e, spec, s.changes);
 }
 
 }  // namespace specshim::env_devices

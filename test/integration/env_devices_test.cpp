@@ -190,6 +190,15 @@ std::string refused_log(const Host& host, const BusyboxBundle& b, const std::str
 
 const std::string kPlugin = "NVIDIA_VISIBLE_DEVICES=" + kGpu[0] + "," + kGpu[1];
 
+// kEveryCapability is what containerd's privileged: true adds to its defaults
+// (cri_bundle's): every capability of a 3.16+ kernel.
+const std::vector<std::string> kEveryCapability = {
+    "CAP_DAC_READ_SEARCH", "CAP_LINUX_IMMUTABLE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN",    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",       "CAP_SYS_MODULE",      "CAP_SYS_RAWIO",     "CAP_SYS_PTRACE",   "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",       "CAP_SYS_BOOT",        "CAP_SYS_NICE",      "CAP_SYS_RESOURCE", "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",  "CAP_LEASE",           "CAP_AUDIT_CONTROL", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",          "CAP_WAKE_ALARM",      "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ"};
+
 }  // namespace
 
 TEST_CASE("env-devices: a 2-GPU grant opens exactly the granted GPUs and the control node and PID 1 sees void") {
@@ -225,19 +234,93 @@ TEST_CASE("env-devices: `none` gives the control node only and no GPU node or GP
 TEST_CASE("env-devices: a privileged container without a grant gets the GPU it names (privileged = honour)") {
   Host host;
   host.grant("uid-other", {2});
-  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=1"}, {"CAP_SYS_ADMIN"});
+  // privileged: true as containerd writes it: every capability and a rule allowing every device.
+  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=1"}, kEveryCapability);
+  b.spec()["linux"]["resources"]["devices"] = Json::array({{{"allow", true}, {"access", "rwm"}}});
+  b.save();
   REQUIRE(run_probe(host, b) ==
           "nvidia0 absent\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl 1:3 open\n"
           "nodes: nvidia1 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
 }
 
-TEST_CASE("env-devices: an unprivileged container without a grant and the image's `all` runs with no GPU") {
+TEST_CASE("env-devices: CAP_SYS_ADMIN alone is not privileged: without a grant its `all` gets no GPU and ends void") {
+  Host host;
+  host.grant("uid-other", {2});
+  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, {"CAP_SYS_ADMIN"});
+  REQUIRE(run_probe(host, b) ==
+          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
+          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+}
+
+TEST_CASE("env-devices: an unprivileged container without a grant and the image's `all` runs with no GPU, void") {
   Host host;
   host.grant("uid-other", {2});
   BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
   REQUIRE(run_probe(host, b) ==
           "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
-          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=all\n");
+          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+}
+
+// ---- NVIDIA's runtime after specshim (install-on-host.sh --chain) ----
+
+// NvidiaStandIn is NVIDIA's runtime as [runtime] path: a script that records
+// the NVIDIA_VISIBLE_DEVICES the bundle's config.json hands it (the last
+// entry, as NVIDIA's runtime reads it; "unset" without one) and runs runc.
+struct NvidiaStandIn {
+  fs::path script, record;
+  explicit NvidiaStandIn(const Host& host)
+      : script(host.tmp / "nvidia-container-runtime"), record(host.tmp / "handed") {
+    write_file(script,
+               "#!/bin/sh\n"
+               "bundle=.; prev=\n"
+               "for a in \"$@\"; do case \"$prev\" in --bundle|-b) bundle=$a ;; esac; prev=$a; done\n"
+               "case \" $* \" in *\" create \"*|*\" run \"*)\n"
+               "  python3 -c 'import json,sys\n"
+               "env = json.load(open(sys.argv[1])).get(\"process\", {}).get(\"env\", [])\n"
+               "vals = [e.split(\"=\", 1)[1] for e in env if e.startswith(\"NVIDIA_VISIBLE_DEVICES=\")]\n"
+               "print(vals[-1] if vals else \"unset\")' \"$bundle/config.json\" >>" +
+                   record.string() +
+                   " ;;\n"
+                   "esac\n"
+                   "exec runc \"$@\"\n");
+    fs::permissions(script, fs::perms(0755));
+  }
+  std::string config(const Host& host, const std::string& extra = "") const {
+    return host.config() + extra + "\n[runtime]\npath = \"" + script.string() + "\"\n";
+  }
+  std::string handed() const { return fs::exists(record) ? read_file(record) : ""; }
+};
+
+TEST_CASE("env-devices --chain: an image's baked `all` without a grant reaches NVIDIA's runtime as void") {
+  Host host;
+  host.grant("uid-other", {2});
+  NvidiaStandIn nvidia(host);
+  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
+  REQUIRE(run_probe(host, b, nvidia.config(host)) ==
+          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
+          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(nvidia.handed() == "void\n");
+}
+
+TEST_CASE("env-devices --chain: outside-kubernetes = \"ignore\" hands NVIDIA's runtime void, not the request") {
+  Host host;
+  NvidiaStandIn nvidia(host);
+  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "outside", Json::object());
+  REQUIRE(run_probe(host, b, nvidia.config(host, "outside-kubernetes = \"ignore\"\n")) ==
+          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
+          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(nvidia.handed() == "void\n");
+}
+
+TEST_CASE("env-devices --chain: a granted request reaches NVIDIA's runtime as void, its GPUs already in") {
+  Host host;
+  host.grant(kUid, {0, 1});
+  NvidiaStandIn nvidia(host);
+  BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all", kPlugin});
+  REQUIRE(run_probe(host, b, nvidia.config(host)) ==
+          "nvidia0 1:b open\nnvidia1 1:b open\nnvidia2 absent\nnvidiactl 1:3 open\n"
+          "nodes: nvidia0 nvidia1 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(nvidia.handed() == "void\n");
 }
 
 TEST_CASE("env-devices: HAMi's memory limit overridden by the pod spec is refused (device-plugin protect-env)") {

@@ -80,6 +80,10 @@ enum class OnExcess { fail, clamp };
 enum class Trust { honour, check };     // privileged containers
 enum class Outside { honour, ignore };  // containers created outside Kubernetes
 enum class After { void_value, keep };  // what the variable says once injected
+// Ignored is what becomes of a request specshim does not honour (no grant,
+// outside Kubernetes with `ignore`, a sandbox): made inert for every runtime
+// after specshim (After says how), or the create fails naming why.
+enum class Ignored { inert, fail };
 // Scope is which devices `all` and index names count among: the node's
 // (host), or only those whose nodes this runtime's /dev holds (visible: a
 // specshim that is the runtime of a dockerd or containerd inside a container).
@@ -97,6 +101,7 @@ struct Entry {
   Outside outside_kubernetes = Outside::honour;
   Grammar grammar = Grammar::nvidia;
   After after = After::void_value;
+  Ignored ignored = Ignored::inert;
   Scope scope = Scope::host;
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;  // kubelet-root, else [kubelet] root
   std::chrono::milliseconds budget{2000};  // [kubelet] budget-ms (the checkpoint is a file: no key of its own)
