@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The companions layer: for each device matching a row of the vendor table
-// (vendors.cpp), the other nodes it needs (present and allowed), the
+// (specshim/vendors.h), the other nodes it needs (present and allowed), the
 // libraries the container's dynamic loader must find, the IOMMU group of a
 // VFIO node (every device bound to vfio-pci) and the locked-memory limit.
 #include <fnmatch.h>

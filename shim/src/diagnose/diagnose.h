@@ -25,6 +25,7 @@
 #include "specshim/pod_allocation.h"
 #include "specshim/spec.h"
 #include "specshim/userns.h"
+#include "specshim/vendors.h"
 #include "status.h"
 
 namespace specshim::shim::diagnose {
@@ -170,18 +171,7 @@ void check_cgroup(const Container& c, const Device& d, Report& r, std::string_vi
 bool systemd_allows(std::string_view device_allow, std::string_view proc_devices, char type, std::int64_t major,
                     std::int64_t minor, char access);
 
-// Vendor is one row of the companions table (vendors.cpp): what a node of a
-// vendor's device needs beside itself to be usable.
-struct Vendor {
-  std::string_view name;                    // "NVIDIA GPU"
-  std::string_view node;                    // fnmatch(3) pattern of the device's container path
-  std::vector<std::string_view> nodes;      // companion nodes (a pattern: at least one must match)
-  std::vector<std::string_view> optional;   // companion nodes only some programs need: a warning when missing
-  std::vector<std::string_view> libraries;  // sonames the container's dynamic loader must find
-  bool iommu_group = false;                 // /dev/vfio/N: every device of IOMMU group N bound to vfio-pci
-  bool locked_memory = false;               // DMA pins memory: RLIMIT_MEMLOCK or CAP_IPC_LOCK
-};
-const std::vector<Vendor>& vendors();
+// The companions table is specshim/vendors.h.
 
 void check_companions(const Container& c, const std::vector<Device>& devices, Report& r);
 void check_identity(const Container& c, Report& r);

@@ -14,6 +14,7 @@
 #include "specshim/error.h"
 #include "specshim/host_device.h"
 #include "specshim/log.h"
+#include "specshim/vendors.h"
 
 namespace specshim::cdi {
 namespace {
@@ -91,9 +92,8 @@ std::string searched(const Registry& reg) {
   return "searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
 }
 
-// excess lists the requested devices that open a node the grant does not,
-// a device named twice (index and UUID) as "A = B".
-std::vector<std::string> excess(const DeviceRequest& r, const std::vector<std::string>& asked, const Registry& reg) {
+// granted_nodes is what a bounded request's grant opens.
+Identity granted_nodes(const DeviceRequest& r, const Registry& reg) {
   const DeviceRequest::Bound& b = *r.bound;
   Identity granted;
   std::vector<std::string> grant_names = b.names;
@@ -102,6 +102,13 @@ std::vector<std::string> excess(const DeviceRequest& r, const std::vector<std::s
     grant_names.insert(grant_names.end(), all.begin(), all.end());
   }
   for (const auto& name : grant_names) granted.merge(identity(name, reg));
+  return granted;
+}
+
+// excess lists the requested devices that open a node the grant does not,
+// a device named twice (index and UUID) as "A = B".
+std::vector<std::string> excess(const DeviceRequest& r, const std::vector<std::string>& asked, const Registry& reg) {
+  Identity granted = granted_nodes(r, reg);
   std::vector<std::pair<Identity, std::vector<std::string>>> beyond;
   for (const auto& name : asked) {
     if (!reg.find(name)) continue;  // unresolvable: the caller names it
@@ -116,6 +123,33 @@ std::vector<std::string> excess(const DeviceRequest& r, const std::vector<std::s
   std::vector<std::string> out;
   for (const auto& [id, names] : beyond) out.push_back(join(names, " = "));
   return out;
+}
+
+// check_spec_level refuses a bounded request whose spec files bring, in
+// their own (spec-level) edits, a device node that is no vendor's companion
+// (specshim/vendors.h) and that the grant does not open: those edits come
+// with any device of the file, so they count toward the request.
+void check_spec_level(const DeviceRequest& r, const std::vector<std::string>& inject,
+                      const std::vector<std::shared_ptr<const SpecFile>>& whole_files, const Registry& reg) {
+  std::vector<const SpecFile*> files;
+  for (const auto& f : whole_files) files.push_back(f.get());
+  for (const auto& name : inject)
+    if (const DeviceRef* ref = reg.find(name);
+        ref && std::find(files.begin(), files.end(), ref->spec.get()) == files.end())
+      files.push_back(ref->spec.get());
+  std::optional<Identity> granted;
+  std::vector<std::string> beyond;
+  for (const SpecFile* f : files)
+    for (const auto& node : f->edits.device_nodes) {
+      if (companion_node(node.path)) continue;
+      if (!granted) granted = granted_nodes(r, reg);
+      if (granted->count(node_identity(node))) continue;
+      beyond.push_back(node.path + " (" + f->path + ")");
+    }
+  if (!beyond.empty())
+    throw Error(r.origin + " brings the device node(s) " + join_some(beyond, ", ") +
+                " with its spec file's own edits, beyond what " + r.bound->what +
+                ": only a vendor's companion nodes (such as /dev/nvidiactl) come along without a grant");
 }
 
 void add(std::vector<std::string>& names, const std::string& name) {
@@ -228,6 +262,14 @@ Plan plan(const std::vector<DeviceRequest>& requests, const Registry& reg) {
         auto all = every(r, reg);
         inject.insert(inject.begin(), all.begin(), all.end());
       }
+    }
+    if (r.bound) {
+      std::vector<std::shared_ptr<const SpecFile>> whole_files;
+      if (r.scope == DeviceRequest::Scope::none)
+        for (const auto& f : reg.files)
+          if (f.spec && f.spec->kind == r.kind && std::find(p.specs.begin(), p.specs.end(), f.spec) != p.specs.end())
+            whole_files.push_back(f.spec);
+      check_spec_level(r, inject, whole_files, reg);
     }
     for (const auto& name : inject) {
       add(p.names, name);
