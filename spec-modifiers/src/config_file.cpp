@@ -64,6 +64,7 @@ NriSettings read_nri_settings(config::Section& root) {
       nri.fail("index", "must be two digits, \"00\" to \"99\"");
     s.index = *index;
   }
+  if (auto ms = nri.integer("answer-margin-ms", 50, 60000)) s.answer_margin = std::chrono::milliseconds(*ms);
   if (auto globs = nri.strings("pod-annotations")) s.pod_annotations = std::move(*globs);
   if (auto handlers = nri.strings("shim-handlers")) s.shim_handlers = std::move(*handlers);
   nri.finish();
@@ -82,7 +83,7 @@ ConfigFile read_config_file(config::Document doc) {
   auto cdi = root.section("cdi");
   auto cdi_dirs = cdi::read_spec_dirs(cdi);
   auto hotplug_table = root.section("hotplug");
-  hotplug::Config hotplug = hotplug::read_config(hotplug_table);
+  hotplug::Config hotplug = hotplug::read_config(hotplug_table, hotplug::kubelet_configured(root));
   root.finish();
   return ConfigFile{std::move(doc),   std::move(settings), std::move(nri),
                     std::move(chain), std::move(cdi_dirs), std::move(hotplug)};

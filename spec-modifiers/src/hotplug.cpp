@@ -186,7 +186,7 @@ class Hotplug : public Modifier {
 namespace specshim {
 
 std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared) {
-  hotplug::Config c = hotplug::read_config(section);
+  hotplug::Config c = hotplug::read_config(section, shared.root && hotplug::kubelet_configured(*shared.root));
   if (!c.enabled) return nullptr;
   if (c.bound == hotplug::Bound::none) return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
   if (!shared.root) section.fail("bound", "needs the whole config (the resources it binds)");

@@ -402,16 +402,26 @@ TEST_CASE("hotplug config: defaults, and paths must be absolute") {
   CHECK_THAT(described_error([&] { read("[hotplug]\nenable = true\n"); }), Contains("unknown key `hotplug.enable`"));
 }
 
-TEST_CASE("hotplug config: bound is none by default, pod-allocation when asked, anything else refused") {
+TEST_CASE("hotplug config: bound is pod-allocation by default where a kubelet is configured, else none") {
   auto bound = [](const std::string& text) {
     auto doc = config::Document::parse(text, "c.toml");
     auto root = doc.root();
     auto s = root.section("hotplug");
-    return read_config(s).bound;
+    return read_config(s, kubelet_configured(root)).bound;
   };
   CHECK(bound("") == Bound::none);
   CHECK(bound("[hotplug]\nbound = \"none\"\n") == Bound::none);
   CHECK(bound("[hotplug]\nbound = \"pod-allocation\"\n") == Bound::pod_allocation);
   CHECK_THAT(described_error([&] { bound("[hotplug]\nbound = \"pod\"\n"); }),
              Contains("`hotplug.bound`: must be \"none\" or \"pod-allocation\", got `pod`"));
+  // A config that says the node has a kubelet: bound unless "none" is written.
+  for (const char* kubelet : {"[kubelet]\nroot = \"/var/lib/k0s/kubelet\"\n", "[device-plugin]\nenabled = true\n",
+                              "[cpuset]\nenabled = true\n",
+                              "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n"}) {
+    CAPTURE(kubelet);
+    CHECK(bound(kubelet) == Bound::pod_allocation);
+    CHECK(bound(std::string(kubelet) + "[hotplug]\nbound = \"none\"\n") == Bound::none);
+  }
+  // Tables present but saying nothing of a kubelet (the shipped file's empty ones) are not a kubelet.
+  CHECK(bound("[kubelet]\nbudget-ms = 1500\n[device-plugin]\nenabled = false\n[cpuset]\n") == Bound::none);
 }

@@ -49,7 +49,7 @@ void read_probed_tables(const config::Document& doc, Loaded& loaded) {
   auto cpuset = root.section("cpuset");
   loaded.cpuset = cpuset::read_table(cpuset, loaded.kubelet);
   auto hotplug = root.section("hotplug");
-  loaded.hotplug = hotplug::read_config(hotplug);
+  loaded.hotplug = hotplug::read_config(hotplug, hotplug::kubelet_configured(root));
 }
 
 // kubelet_roots warns when the modifiers that are on and ask the kubelet

@@ -51,8 +51,15 @@ struct Config {
   std::string proc = "/proc";  // where <proc>/driver/nvidia/gpus is
   Bound bound = Bound::none;
 };
-// read_config reads [hotplug]; config errors name the key.
-Config read_config(config::Section& s);
+// kubelet_configured tells a config that says the node has a kubelet:
+// [kubelet] root set, or a modifier that asks it on ([device-plugin] or
+// [cpuset] enabled, an [[env-devices]] entry).
+bool kubelet_configured(config::Section& root);
+// read_config reads [hotplug]; config errors name the key. bound defaults
+// to pod_allocation where the config says the node has a kubelet
+// (kubelet_configured), else to none: on a Kubernetes node hot-plug stays
+// inside the pod's allocation unless `bound = "none"` is written.
+Config read_config(config::Section& s, bool kubelet = false);
 
 // ---- the desired-state file ----
 
