@@ -2,11 +2,15 @@
 // The chain's difference as a ContainerAdjustment (adjust.h).
 #include "specshim/nri/adjust.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
+#include "applied.h"
 #include "specshim/device_rules.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
+#include "specshim/text.h"
 
 namespace specshim::nri {
 namespace {
@@ -344,6 +348,63 @@ void adjust_rlimits(const Json& before, const Json& after, api::ContainerAdjustm
   }
 }
 
+// check_env refuses an env change the runtime would not make as the chain
+// made it (applied_env): a key the spec repeats keeps its last original
+// value whatever the adjustment says.
+void check_env(const Json& before, const Json& after, const api::ContainerAdjustment& adj, const Refusal& refuse) {
+  const Json& env = array_at(before, {"process", "env"});
+  auto got_list = env_map(applied_env(env, adj)), want_list = env_map(array_at(after, {"process", "env"}));
+  std::map<std::string, std::string> got(got_list.begin(), got_list.end()), want(want_list.begin(), want_list.end());
+  std::set<std::string> keys;
+  for (const auto* m : {&got, &want})
+    for (const auto& [k, v] : *m) keys.insert(k);
+  auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string("no such variable") : shown(it->second);
+  };
+  for (const auto& k : keys) {
+    auto g = got.find(k), w = want.find(k);
+    if ((g == got.end()) == (w == want.end()) && (g == got.end() || g->second == w->second)) continue;
+    auto entries = std::count_if(env.begin(), env.end(), [&](const Json& e) {
+      return e.is_string() && e.get_ref<const std::string&>().rfind(k + "=", 0) == 0;
+    });
+    std::string what = "the process would get " + value(got, k) + " where the chain's spec has " + value(want, k);
+    if (entries > 1)
+      what = "the spec has " + std::to_string(entries) +
+             " entries of it, and NRI's AdjustEnv gives the first the new value, then writes each later entry's own "
+             "value over it: " +
+             what;
+    refuse("process.env (" + k + ")", what);
+  }
+}
+
+// check_mounts refuses a mount change the runtime would not make as the
+// chain made it (applied_mounts): AdjustMounts replaces only the first
+// mount at a destination.
+void check_mounts(const Json& before, const Json& after, const api::ContainerAdjustment& adj, const Refusal& refuse) {
+  auto at_destination = [](const Json& list) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& m : list)
+      if (m.is_object() && m.contains("destination") && m["destination"].is_string())
+        out[m["destination"].get<std::string>()].push_back(m.dump());
+    for (auto& [d, v] : out) std::sort(v.begin(), v.end());
+    return out;
+  };
+  auto got = at_destination(applied_mounts(array_at(before, {"mounts"}), adj));
+  auto want = at_destination(array_at(after, {"mounts"}));
+  for (const auto* side : {&got, &want})
+    for (const auto& [d, v] : *side) {
+      auto g = got.find(d), w = want.find(d);
+      if (g != got.end() && w != want.end() && g->second == w->second) continue;
+      std::size_t n = g == got.end() ? 0 : g->second.size(), m = w == want.end() ? 0 : w->second.size();
+      refuse("mounts (" + d + ")",
+             "NRI's AdjustMounts replaces the first mount at a destination and keeps the rest: "
+             "the runtime would mount " +
+                 std::to_string(n) + " there where the chain's spec has " + std::to_string(m) +
+                 (n == m ? ", not the same" : ""));
+    }
+}
+
 }  // namespace
 
 api::ContainerAdjustment adjustment(const Json& before, const Json& after, const Level& level,
@@ -357,6 +418,8 @@ api::ContainerAdjustment adjustment(const Json& before, const Json& after, const
   adjust_devices(before, after, adj, level, refuse);
   adjust_cpuset(before, after, adj, refuse);
   adjust_rlimits(before, after, adj, refuse);
+  check_env(before, after, adj, refuse);
+  check_mounts(before, after, adj, refuse);
 
   const Json* args_b = at(before, {"process", "args"});
   const Json* args_a = at(after, {"process", "args"});

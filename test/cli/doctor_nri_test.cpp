@@ -61,3 +61,33 @@ TEST_CASE("doctor nri: a registration left by a plugin that is gone warns") {
                                       "specshim-nri registered as 10-specshim with containerd 2.1.9 at "
                                       "2025-12-06T00:00:00Z, but its process (pid 4242) is gone"));
 }
+
+TEST_CASE("doctor nri: NVIDIA's runtime that accepts the variable from unprivileged containers warns") {
+  FakeHost h;
+  h.write_config("[nri]\n");
+  // Not installed: nothing said of it.
+  REQUIRE_THAT(h.report(), !HasFinding("nri", "warn", "NVIDIA's runtime"));
+  // Installed with its defaults: the variable is accepted.
+  write_file(h.root / "etc/nvidia-container-runtime/config.toml",
+             "[nvidia-container-cli]\nldconfig = \"@/sbin/ldconfig\"\n");
+  REQUIRE_THAT(h.report(),
+               HasFinding("nri", "warn",
+                          "NVIDIA's runtime accepts NVIDIA_VISIBLE_DEVICES from unprivileged containers "
+                          "(accept-nvidia-visible-devices-envvar-when-unprivileged unset, true by default"));
+  write_file(h.root / "etc/nvidia-container-runtime/config.toml",
+             "accept-nvidia-visible-devices-envvar-when-unprivileged = true\n");
+  REQUIRE_THAT(h.report(), HasFinding("nri", "warn", "envvar-when-unprivileged = true in"));
+  write_file(h.root / "etc/nvidia-container-runtime/config.toml",
+             "accept-nvidia-visible-devices-envvar-when-unprivileged = false\n"
+             "accept-nvidia-visible-devices-as-volume-mounts = true\n");
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("nri", "ok", "NVIDIA's runtime reads NVIDIA_VISIBLE_DEVICES only from privileged"));
+  REQUIRE_THAT(report, !HasFinding("nri", "warn", "NVIDIA's runtime"));
+}
+
+TEST_CASE("doctor nri: NVIDIA's runtime is not judged where the plugin is not in use") {
+  FakeHost h;
+  h.write_config("");
+  write_file(h.root / "etc/nvidia-container-runtime/config.toml", "");
+  REQUIRE_THAT(h.report(), !HasFinding("nri", "warn", "NVIDIA's runtime"));
+}

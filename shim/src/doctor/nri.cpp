@@ -4,8 +4,11 @@
 // state-dir when the runtime configures it and removes it when the
 // connection ends; a registration whose process is gone is stale.
 #include <ctime>
+#include <filesystem>
+#include <optional>
 
 #include "doctor/doctor.h"
+#include "specshim/config.h"
 #include "specshim/fs.h"
 #include "specshim/nri_status.h"
 
@@ -31,6 +34,42 @@ std::string when(std::int64_t since) {
   return buf;
 }
 
+// kNvidiaConfig is NVIDIA's runtime's config file; kAcceptEnv the key that
+// lets it read NVIDIA_VISIBLE_DEVICES from unprivileged containers (on
+// unless set false).
+constexpr const char* kNvidiaConfig = "/etc/nvidia-container-runtime/config.toml";
+constexpr const char* kAcceptEnv = "accept-nvidia-visible-devices-envvar-when-unprivileged";
+
+// nvidia_runtime says, where NVIDIA's runtime is installed, whether a
+// container the plugin was not consulted for (NRI fails open) would get
+// every GPU its variable names from it.
+void nvidia_runtime(const Host& host, Check& c) {
+  std::filesystem::path file = host.path(kNvidiaConfig);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return;
+  std::optional<bool> accept;
+  try {
+    auto doc = config::Document::load(file);
+    auto root = doc.root();
+    if (root.has(kAcceptEnv)) accept = root.boolean(kAcceptEnv);
+  } catch (const std::exception& e) {
+    c.add(Status::info, "NVIDIA's runtime config " + q(kNvidiaConfig) + " was not read: " + describe(e));
+    return;
+  }
+  if (accept == false) {
+    c.add(Status::ok, "NVIDIA's runtime reads NVIDIA_VISIBLE_DEVICES only from privileged containers (" +
+                          std::string(kAcceptEnv) + " = false in " + kNvidiaConfig +
+                          "): a container the plugin misses gets no GPU from the variable");
+    return;
+  }
+  c.add(Status::warn,
+        "NVIDIA's runtime accepts NVIDIA_VISIBLE_DEVICES from unprivileged containers (" + std::string(kAcceptEnv) +
+            (accept ? " = true" : " unset, true by default") + " in " + kNvidiaConfig +
+            "): a container created while specshim-nri is not consulted gets every GPU its variable names, a CUDA "
+            "image's `all` included; set it to false and hand devices over as volume mounts or CDI (docs/nri.md, "
+            "\"NVIDIA's runtime after the plugin\")");
+}
+
 }  // namespace
 
 Check check_nri(const Host& host, const Loaded& loaded) {
@@ -52,6 +91,7 @@ Check check_nri(const Host& host, const Loaded& loaded) {
               ": it runs the chain for the pods of every handler but " +
               (loaded.nri.shim_handlers.empty() ? std::string("none") : join(loaded.nri.shim_handlers, ", ")));
     c.add(Status::info, "NRI fails open: " + fail_open);
+    nvidia_runtime(host, c);
     return c;
   }
   if (s)
@@ -62,6 +102,7 @@ Check check_nri(const Host& host, const Loaded& loaded) {
                             nri_status::file(loaded.nri).string() + "): " + fail_open);
   else
     c.add(Status::info, "specshim-nri is not in use here (no [nri] table, no registration)");
+  if (s || loaded.nri_table) nvidia_runtime(host, c);
   return c;
 }
 
