@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <limits>
 
+#include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/spec.h"
@@ -158,13 +159,19 @@ std::optional<Record> read_record(const std::filesystem::path& bundle, const std
   return r;
 }
 
-Record current_record(const std::filesystem::path& bundle, const std::string& id) {
+Record current_record(const std::filesystem::path& bundle, const std::string& id,
+                      const std::filesystem::path& nri_state_dir) {
   if (auto r = read_record(bundle, id)) return *r;
   Record r{id, {}, {}, {}, {}, {}, {}, {}};
-  auto grant = hotplug::read_grant(bundle);
+  std::filesystem::path dir = bundle;
+  auto grant = hotplug::read_grant(dir);
+  if (!grant && !nri_state_dir.empty() && NriSettings::is_container_id(id)) {
+    dir = nri_state_dir / id;
+    grant = hotplug::read_grant(dir);
+  }
   if (!grant) return r;
   if (grant->container != id)
-    throw Error("`" + (bundle / hotplug::kGrantFile).string() + "` is for container `" + grant->container + "`, not `" +
+    throw Error("`" + (dir / hotplug::kGrantFile).string() + "` is for container `" + grant->container + "`, not `" +
                 id + "`");
   for (const auto& g : grant->devices) {
     auto same = std::find_if(r.devices.begin(), r.devices.end(), [&](const auto& d) { return d.path == g.path; });

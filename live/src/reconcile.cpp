@@ -44,12 +44,12 @@ std::optional<Reconciled> reconcile_container(const Setup& setup, const Containe
                                               Bound* bound) {
   std::set<std::string> want(wanted.begin(), wanted.end());
   auto recorded = [](const Record& r) { return std::set<std::string>(r.reconciled.begin(), r.reconciled.end()); };
-  if (want == recorded(current_record(c.bundle, c.id))) return std::nullopt;  // no pin, no lock
+  if (want == recorded(current_record(c.bundle, c.id, setup.nri_state_dir))) return std::nullopt;  // no pin, no lock
 
   Target t = open_target(setup, c.id, true);
   BundleLock lock(t.state.bundle);
   Reconciled out;
-  out.before = current_record(t.state.bundle, t.id);
+  out.before = current_record(t.state.bundle, t.id, setup.nri_state_dir);
   std::set<std::string> had = recorded(out.before);
   for (const auto& k : had)
     if (!want.count(k)) out.dropped.push_back(k);

@@ -90,7 +90,7 @@ int attach_main(const std::vector<std::string>& argv) {
       auto bound = bound_of(config, proc);
       check_bound(bound.get(), t, w);
       BundleLock lock(t.state.bundle);
-      Record before = current_record(t.state.bundle, t.id);
+      Record before = current_record(t.state.bundle, t.id, setup.nri_state_dir);
       Plan p = plan(before, w);
       for (const auto& n : w.not_applied)
         std::cerr << "specshim attach: " << what << ": CDI device " << q(n.cdi) << ": " << n.edit << " " << q(n.value)
@@ -128,11 +128,11 @@ int detach_main(const std::vector<std::string>& argv) {
   try {
     for (const auto& node : gpu_nodes(gpus, proc)) devices.push_back(node);
     if (devices.empty() && cdis.empty()) throw Error("give at least one --device, --cdi or --gpu");
-    Target t = open_common(c, true).target;
+    auto [config, setup, t] = open_common(c, true);
     std::string what = "container " + q(c.id);
     try {
       BundleLock lock(t.state.bundle);
-      Record before = current_record(t.state.bundle, t.id);
+      Record before = current_record(t.state.bundle, t.id, setup.nri_state_dir);
       if (before.devices.empty() && before.mounts.empty() && before.not_applied.empty())
         throw Error("nothing is attached (no " + q((t.state.bundle / kRecordFile).string()) + ")");
       Released r = release(before, Release{devices, cdis, {}});
@@ -159,9 +159,9 @@ int attached_main(const std::vector<std::string>& argv) {
       .show_default();
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   try {
-    Target t = open_common(c, false).target;
+    auto [config, setup, t] = open_common(c, false);
     try {
-      Record r = current_record(t.state.bundle, t.id);
+      Record r = current_record(t.state.bundle, t.id, setup.nri_state_dir);
       if (format == "json") {
         std::cout << record_json(r);
         return 0;

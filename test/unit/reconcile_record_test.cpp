@@ -196,6 +196,26 @@ TEST_CASE("reconcile record: current_record is the record, else the grant's, els
   CHECK(current_record(bundle.path(), "c0ffee") == written);
 }
 
+TEST_CASE("reconcile record: a container specshim-nri created has its grant in [nri] state-dir/<id>") {
+  TempDir bundle, state;
+  Record empty{"c0ffee", {}, {}, {}, {}, {}, {}, {}};
+  write_file(state / "c0ffee" / hotplug::kGrantFile, hotplug::grant_json(grant()));
+  // Without the state dir the bundle alone has no grant: the GPU create gave
+  // would look unheld, and moving it would never take it back.
+  CHECK(current_record(bundle.path(), "c0ffee") == empty);
+  Record from_state = current_record(bundle.path(), "c0ffee", state.path());
+  CHECK(from_state.reconciled ==
+        std::vector<std::string>{"device /tmp/x/accel0:/dev/accel0:rw", "gpu GPU-aaaa", "cdi example.com/accel=0"});
+  // The bundle's own grant wins; another container's in the state dir is an error.
+  write_file(bundle / hotplug::kGrantFile, hotplug::grant_json(grant()));
+  CHECK(current_record(bundle.path(), "c0ffee", "/nonexistent") == current_record(bundle.path(), "c0ffee"));
+  write_file(state / "beef" / hotplug::kGrantFile, hotplug::grant_json(grant("c0ffee")));
+  CHECK_THAT(error_of<Error>([&] { current_record(state / "none", "beef", state.path()); }),
+             Contains("is for container `c0ffee`, not `beef`"));
+  // A name that is no container id is never a path below the state dir.
+  CHECK(current_record(state / "none", "../c0ffee", state.path()).devices.empty());
+}
+
 TEST_CASE("reconcile record: a grant naming one node at one path twice is one device with both keys") {
   TempDir bundle;
   hotplug::Grant g = grant();

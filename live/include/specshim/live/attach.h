@@ -32,6 +32,9 @@ struct Setup {
   // naming config_file).
   std::optional<std::vector<std::string>> cdi_dirs;
   std::string config_file;
+  // [nri] state-dir: a container specshim-nri's chain created has its
+  // create-time hot-plug grant there (current_record).
+  std::filesystem::path nri_state_dir = {};
 };
 
 // Target is a container opened for a change.

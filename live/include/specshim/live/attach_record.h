@@ -98,8 +98,11 @@ Record parse_record(std::string_view text, const std::string& file);
 std::optional<Record> read_record(const std::filesystem::path& bundle, const std::string& id);
 
 // current_record is read_record, or when there is no record yet, what the
-// hotplug modifier gave at create (its grant file), or an empty record.
-Record current_record(const std::filesystem::path& bundle, const std::string& id);
+// hotplug modifier gave at create (its grant file), or an empty record. The
+// grant file is in the bundle, or for a container specshim-nri's chain
+// created (no bundle yet then) in <nri_state_dir>/<id> ([nri] state-dir).
+Record current_record(const std::filesystem::path& bundle, const std::string& id,
+                      const std::filesystem::path& nri_state_dir = {});
 
 // enforced_rules are the device rules a container's cgroups hold while
 // devices are attached: the rules runc applied from the spec
