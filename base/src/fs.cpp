@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "specshim/deadline.h"
 #include "specshim/error.h"
 
 namespace specshim::fs {
@@ -443,12 +444,19 @@ void fault_point(std::string_view file, std::string_view point) {
 
 void lock_within(int fd, int operation, std::chrono::seconds limit, const std::string& path,
                  const std::string& holder) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = deadline::cap(start + limit);
   timespec pause{0, 2'000'000};
   while (::flock(fd, operation | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock `" + path + "`");
-    if (std::chrono::steady_clock::now() > deadline)
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (deadline < start + limit) {
+        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start);
+        throw Error("lock `" + path + "`: " + holder + " has held it for " + std::to_string(waited.count()) +
+                    " ms, and the create's answer is due");
+      }
       throw Error("lock `" + path + "`: " + holder + " has held it for " + std::to_string(limit.count()) + " s");
+    }
     ::nanosleep(&pause, nullptr);
     pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 50'000'000);
   }

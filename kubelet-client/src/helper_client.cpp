@@ -96,7 +96,7 @@ class HelperClient final : public ClientBase {
     args["total_ms"] = budget.total().count();
     args["deadline_ns"] =
         std::chrono::duration_cast<std::chrono::nanoseconds>(budget.deadline().time_since_epoch()).count();
-    Clock::time_point give_up = budget.deadline() + kGrace;
+    Clock::time_point give_up = deadline::cap(budget.deadline() + kGrace);
     send_line(args.dump() + "\n", give_up, what, budget);
     json reply = parse_reply(read_line(give_up, what, budget), what);
     if (reply.value("ok", false)) return reply.contains("result") ? reply["result"] : json();

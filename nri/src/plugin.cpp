@@ -10,6 +10,7 @@
 
 #include "passwd_hook.h"
 #include "specshim/create.h"
+#include "specshim/deadline.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/nri_status.h"
@@ -17,17 +18,12 @@
 namespace specshim::nri {
 namespace {
 
-// kAnswerMargin: what a create needs besides the kubelet's calls (reading
-// the config and CDI specs, running the chain, the reply), with room to spare.
-constexpr std::chrono::milliseconds kAnswerMargin{300};
+// kDefaultRequestTimeout is containerd's plugin_request_timeout, for a
+// runtime whose Configure does not say its own (NRI before v0.7).
+constexpr std::chrono::milliseconds kDefaultRequestTimeout{2000};
 
-// kubelet_budget is [kubelet] budget-ms (2000 when unset), read on its own.
-std::chrono::milliseconds kubelet_budget(const config::Document& doc) {
-  auto root = doc.root();
-  if (auto kubelet = root.table("kubelet"))
-    if (auto ms = kubelet->integer("budget-ms", 1, 600000)) return std::chrono::milliseconds(*ms);
-  return std::chrono::milliseconds(2000);
-}
+// kMinimumAnswer: the least time a create is given, whatever the margin.
+constexpr std::chrono::milliseconds kMinimumAnswer{100};
 
 }  // namespace
 
@@ -35,16 +31,12 @@ std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
   level_ = level_of(req);
   log::info("nri: configured by {} (NRI v0.{}{}); request timeout {} ms", level_.runtime, level_.nri_minor,
             req.nri_version().empty() ? ", from the runtime's version" : "", req.request_timeout());
-  // A create that takes the whole budget must still answer in time: the
-  // runtime drops a late plugin and creates containers without it.
-  try {
-    auto budget = kubelet_budget(config::Document::load(config_file_));
-    if (req.request_timeout() > 0 && budget.count() + kAnswerMargin.count() > req.request_timeout())
-      log::warn("nri: [kubelet] budget-ms is {} ms: with {} ms to answer in, keep it under {} ms (docs/nri.md)",
-                budget.count(), req.request_timeout(), req.request_timeout() - kAnswerMargin.count());
-  } catch (const std::exception& e) {
-    log::warn("nri: {}", describe(e));
-  }
+  request_timeout_ =
+      req.request_timeout() > 0 ? std::chrono::milliseconds(req.request_timeout()) : kDefaultRequestTimeout;
+  log::info(
+      "nri: each create is answered within {} ms (the request timeout less [nri] answer-margin-ms): the "
+      "kubelet's calls, the helper and file locks end by then",
+      answer_within(settings_).count());
   try {
     nri_status::write(settings_, nri_status::Status{::getpid(), settings_.index + "-" + name_, level_.runtime,
                                                     level_.nri_minor, static_cast<std::int64_t>(::time(nullptr))});
@@ -52,6 +44,10 @@ std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
     log::warn("nri: {} (doctor will not see the plugin registered)", describe(e));
   }
   return kSubscribed;
+}
+
+std::chrono::milliseconds Plugin::answer_within(const NriSettings& nri) const {
+  return std::max(request_timeout_ - nri.answer_margin, kMinimumAnswer);
 }
 
 void Plugin::disconnected() {
@@ -79,6 +75,8 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
       log::debug("nri: {}: its handler `{}` runs specshim, which runs the chain", what, req.pod().runtime_handler());
       return {};
     }
+    // Every wait below ends before the runtime stops waiting for the answer.
+    deadline::Scope due(deadline::Clock::now() + answer_within(config.nri));
     Spec view = spec_view(req.pod(), c, config.nri.pod_annotations);
     create::SpecInMemory bundle(std::move(view), settings_.container_dir(c.id()));
     Context ctx;

@@ -4,6 +4,7 @@
 // read the same file; a table either of them uses is known to both.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -51,6 +52,12 @@ struct NriSettings {
   // the bundle and rootfs in hand: no container gets the chain twice.
   std::vector<std::string> shim_handlers = {"specshim"};
   std::string hook_binary = "/usr/bin/specshim";  // the host's path the runtime runs the hook from
+  // answer-margin-ms: each CreateContainer is answered this long before the
+  // runtime's plugin request timeout (containerd's 2 s unless configured):
+  // every wait on the create's path (the kubelet budget and the helper's
+  // grace, the desired-state file's lock) ends by then with an error reply,
+  // rather than the runtime dropping the plugin (NRI fails open).
+  std::chrono::milliseconds answer_margin{300};
 
   // container_dir is <state-dir>/<id>: the plugin's files of one container,
   // which the nri-hook verb fills. Throws Error when id is not one safe path

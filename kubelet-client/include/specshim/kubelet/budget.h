@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "specshim/deadline.h"
+
 namespace specshim::kubelet {
 
 // Budget starts its clock when constructed; every call takes its deadline
@@ -12,7 +14,9 @@ class Budget {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Budget(std::chrono::milliseconds total) : total_(total), deadline_(Clock::now() + total) {}
+  // A budget ends by the thread's deadline (specshim/deadline.h) when one is
+  // set: specshim-nri's create must answer before the runtime gives up on it.
+  explicit Budget(std::chrono::milliseconds total) : total_(total), deadline_(deadline::cap(Clock::now() + total)) {}
   // Budget(total, deadline) continues a budget started elsewhere (steady_clock
   // is CLOCK_MONOTONIC, shared by every process on the host).
   Budget(std::chrono::milliseconds total, Clock::time_point deadline) : total_(total), deadline_(deadline) {}

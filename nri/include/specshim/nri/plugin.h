@@ -5,6 +5,7 @@
 // every container, as the shim reads it for every create.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -41,12 +42,17 @@ class Plugin final : public Service {
   void disconnected();
 
   const Level& level() const { return level_; }
+  // answer_within is how long a create may take: the runtime's request
+  // timeout (from Configure; 2 s when it sends none) less [nri]
+  // answer-margin-ms, and at least 100 ms.
+  std::chrono::milliseconds answer_within(const NriSettings& nri) const;
 
  private:
   std::filesystem::path config_file_;
   NriSettings settings_;
   std::string name_;
   Level level_;
+  std::chrono::milliseconds request_timeout_{2000};
 };
 
 }  // namespace specshim::nri
