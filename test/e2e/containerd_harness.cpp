@@ -231,6 +231,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   // unmounts with everything else, instead of /run/netns.
   if (setup_.cni) config += "  netns_mounts_under_state_dir = true\n";
   config += "  [" + cri_runtime + ".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n";
+  if (!setup_.runc_binary.empty())
+    config +=
+        "  [" + cri_runtime + ".containerd.runtimes.runc.options]\n    BinaryName = \"" + setup_.runc_binary + "\"\n";
   config += "  [" + cri_runtime + ".cni]\n    bin_dir = \"@DIR@/cni/bin\"\n    conf_dir = \"@DIR@/cni/net.d\"\n";
   // 2.x brings up lo itself; 1.x runs the `loopback` plugin (the fake).
   if (setup_.cni && version == 3) config += "    use_internal_loopback = true\n";

@@ -122,6 +122,9 @@ struct Setup {
   // nri: containerd's NRI on (as 2.x ships it), with its socket at
   // nri_socket() and no pre-launched plugins; otherwise NRI is disabled.
   bool nri = false;
+  // runc_binary: the default runc handler's BinaryName (options.BinaryName),
+  // as a node whose handler runs NVIDIA's runtime has it; empty: runc.
+  std::string runc_binary = {};
 };
 
 class Containerd {

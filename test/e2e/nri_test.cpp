@@ -8,6 +8,8 @@
 // fail-open policy, docs/nri.md). Only on the 2.x tier with runc 1.1 (the
 // plugin does not depend on the delegate: containerd's own runc runs).
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +73,45 @@ class NriPlugin {
 std::string nri_config(const Containerd& c) {
   return cdi_fixture(c) + "\n[nri]\nstate-dir = \"" + (c.dir() / "nri-state").string() +
          "\"\npod-annotations = [\"cdi.k8s.io/*\"]\n";
+}
+
+// NvidiaRuntime stands in for NVIDIA's runtime as the runc handler's
+// BinaryName (ACK's GPU pools): on create it records the
+// NVIDIA_VISIBLE_DEVICES the bundle's config.json hands it (the last entry,
+// as NVIDIA's runtime reads it; "unset" without one), then runs the tier's
+// runtime with the same arguments.
+struct NvidiaRuntime {
+  specshim::test::TempDir dir;
+  fs::path script = dir / "nvidia-container-runtime";
+  fs::path record = dir / "handed";
+  NvidiaRuntime() {
+    specshim::test::write_file(
+        script,
+        "#!/bin/sh\n"
+        "bundle=.; prev=\n"
+        "for a in \"$@\"; do case \"$prev\" in --bundle|-b) bundle=$a ;; esac; prev=$a; done\n"
+        "case \" $* \" in *\" create \"*)\n"
+        "  python3 -c 'import json,sys\n"
+        "env = json.load(open(sys.argv[1])).get(\"process\", {}).get(\"env\", [])\n"
+        "vals = [e.split(\"=\", 1)[1] for e in env if e.startswith(\"NVIDIA_VISIBLE_DEVICES=\")]\n"
+        "print(vals[-1] if vals else \"unset\")' \"$bundle/config.json\" >>'" +
+            record.string() +
+            "' ;;\n"
+            "esac\n"
+            "exec '" +
+            tier().runtime.string() + "' \"$@\"\n",
+        0755);
+  }
+  std::string handed() const { return read_or_empty(record); }
+};
+
+// gpu_config: the GPU fixture's CDI spec and [[env-devices]] for it, with
+// the kubelet's checkpoint under dir/kubelet, and the plugin's state dir.
+std::string gpu_config(const Containerd& c, const std::string& env_devices_extra = "") {
+  return "[cdi]\nspec-dirs = [\"" + c.cdi_dir().string() +
+         "\"]\n\n[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\nkubelet-root = \"" +
+         (c.dir() / "kubelet").string() + "\"\n" + env_devices_extra + "\n[nri]\nstate-dir = \"" +
+         (c.dir() / "nri-state").string() + "\"\n";
 }
 
 // running_spec starts container id and returns its final config.json.
@@ -300,4 +341,125 @@ TEST_CASE(
                                Catch::Contains("registered as 10-specshim with containerd 2."));
   plugin.stop();
   CHECK_THAT(doctor_nri(), Catch::Contains("warn [nri] is configured, but specshim-nri is not registered"));
+}
+
+TEST_CASE("NRI: with NVIDIA's runtime as the handler, a baked `all` without a grant reaches it as void") {
+  NvidiaRuntime nvidia;
+  Setup setup = nri_setup();
+  setup.runc_binary = nvidia.script.string();
+  Containerd c(setup);
+  gpu_fixture(c);
+  c.set_specshim_config(gpu_config(c));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+  // A CUDA image's `all` (the CRI env lands in process.env as the image's
+  // does), in a pod the kubelet granted no GPU: env-devices ignores it and
+  // makes it inert, so NVIDIA's runtime injects nothing.
+  Pod pod(c, "nri-nvidia-baked-all", {}, kDefaultHandler);
+  auto main = container_config("main", "echo nodes: $(ls /dev | grep nvidia); echo $NVIDIA_VISIBLE_DEVICES");
+  auto* env = main.add_envs();
+  env->set_key("NVIDIA_VISIBLE_DEVICES");
+  env->set_value("all");
+  auto ran = pod.run(main);
+  CHECK(ran.status.exit_code() == 0);
+  CHECK(log_text(ran.log) == "stdout: nodes:\nstdout: void\n");
+  CHECK(nvidia.handed() == "void\n");
+}
+
+TEST_CASE("NRI: a pod env that repeats NVIDIA_VISIBLE_DEVICES, which NRI cannot make inert, is refused") {
+  NvidiaRuntime nvidia;
+  Setup setup = nri_setup();
+  setup.runc_binary = nvidia.script.string();
+  Containerd c(setup);
+  const std::vector<std::string> uuids = gpu_fixture(c);
+  c.set_specshim_config(gpu_config(c, "on-excess = \"clamp\"\n"));
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  Pod pod(c, "nri-nvidia-repeated", {}, kDefaultHandler);
+  const auto& meta = pod.config.metadata();
+  FakeKubelet kubelet(
+      json{{"kubelet_root", (c.dir() / "kubelet").string()},
+           {"pods", json::array()},
+           {"allocatable", {{"nvidia.com/gpu", uuids}}},
+           {"checkpoint",
+            {{"registered", {{"nvidia.com/gpu", uuids}}},
+             {"entries", json::array({{{"pod_uid", meta.uid()},
+                                       {"container", "main"},
+                                       {"resource", "nvidia.com/gpu"},
+                                       {"devices_by_numa", {{"0", {uuids[0]}}}},
+                                       {"alloc", {{"envs", {{"NVIDIA_VISIBLE_DEVICES", uuids[0]}}}}}}})}}}}
+          .dump(),
+      c.dir());
+  INFO(plugin.log() << c.diagnostics());
+  // The device plugin's GPU, then the pod spec's `all`: clamped to the
+  // grant, the chain appends void, which NRI's AdjustEnv would put on the
+  // first entry and then overwrite with `all`.
+  auto main = container_config("main", "echo nodes: $(ls /dev | grep nvidia)");
+  for (const std::string& v : {uuids[0], std::string("all")}) {
+    auto* env = main.add_envs();
+    env->set_key("NVIDIA_VISIBLE_DEVICES");
+    env->set_value(v);
+  }
+  try {
+    pod.create(main);
+    FAIL("CreateContainer succeeded for a container whose repeated variable would reach NVIDIA's runtime as all");
+  } catch (const RpcError& e) {
+    CHECK_THAT(e.message, Catch::Contains("specshim: container `main` of pod `default/nri-nvidia-repeated`: ") &&
+                              Catch::Contains("process.env (NVIDIA_VISIBLE_DEVICES)") &&
+                              Catch::Contains("the spec has 2 entries of it"));
+  }
+  CHECK(nvidia.handed().find("all") == std::string::npos);
+}
+
+TEST_CASE("NRI: reconcile moves a device given at create between containers of a pod, and it leaves the first",
+          "[hotplug]") {
+  Containerd c(nri_setup());
+  const fs::path host_node = c.dir() / "host-dev" / "accel0";
+  fs::create_directories(host_node.parent_path());
+  REQUIRE(::mknod(host_node.c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
+  fs::permissions(host_node, fs::perms(0666));
+  const std::string pod_name = specshim::test::unique_id("nri-reconcile");
+  const fs::path desired = c.dir() / "etc" / "hotplug.yaml";
+  auto want = [&](const char* container) {
+    const fs::path tmp = desired.parent_path() / ".hotplug.yaml.new";
+    specshim::test::write_file(tmp, "containers:\n  - pod: {namespace: default, name: " + pod_name +
+                                        ", container: " + container + "}\n    devices: [\"" + host_node.string() +
+                                        ":/dev/accel-hot:rw\"]\n");
+    fs::rename(tmp, desired);
+  };
+  want("first");
+  c.set_specshim_config("[hotplug]\nenabled = true\ndesired = \"" + desired.string() + "\"\n\n[nri]\nstate-dir = \"" +
+                        (c.dir() / "nri-state").string() + "\"\n");
+  NriPlugin plugin(c);
+  plugin.wait_configured(1);
+  INFO(plugin.log() << c.diagnostics());
+
+  Pod pod(c, pod_name, {}, kDefaultHandler);
+  const std::string first = pod.create(container_config("first", "exec sleep 600"));
+  c.cri().start_container(first);
+  const std::string second = pod.create(container_config("second", "exec sleep 600"));
+  c.cri().start_container(second);
+  auto opens = [&](const std::string& id) {
+    auto r = c.cri().exec_sync(id, {"/bin/sh", "-c", "(exec 3>/dev/accel-hot) 2>/dev/null && echo open || echo no"});
+    return r.stdout();
+  };
+  // The plugin's chain gave `first` its device at create; its grant is in
+  // the plugin's state dir, the bundle not existing yet then.
+  CHECK(opens(first) == "open\n");
+  CHECK(opens(second) == "no\n");
+  CHECK(fs::exists(c.dir() / "nri-state" / first / "specshim-hotplug.json"));
+
+  // The device moves to `second`: reconcile takes it from `first`, which
+  // create gave it to, and attaches it to `second`.
+  want("second");
+  auto r = specshim::test::run_process({SPECSHIM_BINARY, "reconcile", "--root", "/run/containerd/runc/k8s.io",
+                                        "--config", (c.dir() / "specshim.toml").string()});
+  INFO("exit " << r.exit_code << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("container `" + first + "`: detached /dev/accel-hot (c 1:11)"));
+  CHECK(opens(first) == "no\n");
+  CHECK(opens(second) == "open\n");
+  c.cri().stop_container(first, 0);
+  c.cri().stop_container(second, 0);
 }
