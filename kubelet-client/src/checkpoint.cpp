@@ -102,7 +102,7 @@ class Parser {
       ids(where, out, from);
     } else if (c == '{') {
       std::size_t used = 0;  // numa_[0, used): this entry's nodes; the rest keep their capacity
-      numa_index_.clear();
+      if (!numa_index_.empty()) numa_index_.clear();
       r_.object([&](std::string_view numa) {
         Numa& same = numa_node(numa, used);
         same.ids.clear();
