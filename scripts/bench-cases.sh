@@ -239,6 +239,25 @@ for n in 1 8 64; do
   cdi_bundle "$work/devices-$n" 0 "$(seq -s, -f 'example.com/many=d%g' 0 $((n - 1)))"
 done
 
+# spec keys: one spec file whose spec-level annotations map has N keys
+# (spec_keys), parsed on every run (cache-dir = ""), 2 devices requested from
+# it; then the 60,000 keys with the first repeated at the end (the create
+# fails), parsed on every run and with the parse cache on, which remembers the
+# failure: a create reports it without parsing the file again.
+for n in 6000 60000; do
+  mkdir -p "$work/keys-$n"
+  spec_keys example.com/keys "$n" >"$work/keys-$n/keys.yaml"
+  cdi_conf "keys-$n" "$work/keys-$n"
+  printf 'cache-dir = ""\n' >>"$work/keys-$n.toml"
+done
+mkdir -p "$work/keys-broken"
+spec_keys example.com/keys 60000 repeat >"$work/keys-broken/keys.yaml"
+cdi_conf keys-broken "$work/keys-broken"
+cp "$work/keys-broken.toml" "$work/keys-broken-cached.toml"
+printf 'cache-dir = ""\n' >>"$work/keys-broken.toml"
+printf 'cache-dir = "%s"\n' "$work/keys-cache" >>"$work/keys-broken-cached.toml"
+cdi_bundle "$work/keys-bundle" 0 "example.com/keys=0,example.com/keys=1"
+
 scale_cases() {
   local n
   for n in 0 1000 10000; do bench_scale "size-$n" "$work/fake.toml" "" "$(create_cmd "$work/size-$n")"; done
@@ -253,6 +272,13 @@ scale_cases() {
     bench_scale "devices-$n" "$work/many.toml" "cp $work/devices-$n/config.orig $work/devices-$n/config.json" \
       "$(create_cmd "$work/devices-$n")"
   done
+  for n in 6000 60000; do
+    bench_scale "keys-$n" "$work/keys-$n.toml" "cp $work/keys-bundle/config.orig $work/keys-bundle/config.json" \
+      "$(create_cmd "$work/keys-bundle")"
+  done
+  # These creates fail (exit 1) and change nothing: -i, no restore.
+  bench_scale keys-broken "$work/keys-broken.toml" "" -i "$(create_cmd "$work/keys-bundle")"
+  bench_scale keys-broken-cached "$work/keys-broken-cached.toml" "" -i "$(create_cmd "$work/keys-bundle")"
 }
 scale_table() {
   local n
@@ -273,6 +299,11 @@ scale_table() {
   for n in 1 8 64; do
     echo "| devices | $n of 64 requested from one spec (node + env + cgroup rule each) | $(med "devices-$n") | $(over "devices-$n" fake) ms |"
   done
+  for n in 6000 60000; do
+    echo "| spec keys | a spec file with a $n-key annotations map ($(du -k "$work/keys-$n/keys.yaml" | cut -f1) KiB), parsed every run, 2 devices | $(med "keys-$n") | $(over "keys-$n" fake) ms |"
+  done
+  echo "| spec keys | the 60000-key file with its first key repeated at the end, parsed every run (the create fails) | $(med keys-broken) | $(over keys-broken fake) ms |"
+  echo "| spec keys | the same broken file, parse cache on: its failure remembered, not parsed again | $(med keys-broken-cached) | $(over keys-broken-cached fake) ms |"
 }
 extra_cases+=('scale_cases')
 extra_sections+=('scale_table')

@@ -90,3 +90,14 @@ spec_nvidia() {
   done
   yaml_hooks_mounts nvidia-cdi-hook nvidia-cdi-hook libnvidia-component 580.95.05
 }
+
+# spec_keys KIND N [DUPLICATE]: spec_yaml's spec with a spec-level
+# `annotations` map of N keys (key-00000: value-00000, ...) before its
+# devices, as a tool that records much metadata might write it. With
+# DUPLICATE, the map's last key repeats its first: the file fails to parse.
+spec_keys() {
+  printf 'cdiVersion: 0.6.0\nkind: %s\nannotations:\n' "$1"
+  awk -v n="$2" 'BEGIN { for (i = 0; i < n; i++) printf "  key-%05d: value-%05d\n", i, i }'
+  [ -z "${3:-}" ] || printf '  key-00000: again\n'
+  spec_yaml "$1" | sed 1,2d
+}

@@ -35,9 +35,16 @@ std::optional<std::string> to_json(const toml::node& n, nlohmann::ordered_json& 
     std::vector<std::pair<toml::source_position, std::string>> keys;
     for (auto&& [k, v] : *t) keys.emplace_back(v.source().begin, std::string(k.str()));
     std::stable_sort(keys.begin(), keys.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    // A table's keys are unique: each member is appended, not looked up by
+    // key first (ordered_json's operator[] scans its members).
     out = nlohmann::ordered_json::object();
-    for (auto& [pos, k] : keys)
-      if (auto why = to_json(*t->get(k), out[k])) return why;
+    auto& members = out.get_ref<nlohmann::ordered_json::object_t&>();
+    members.reserve(keys.size());
+    for (auto& [pos, k] : keys) {
+      const toml::node* v = t->get(k);
+      auto& member = members.emplace_back(std::move(k), nullptr);
+      if (auto why = to_json(*v, member.second)) return why;
+    }
     return std::nullopt;
   }
   if (auto* a = n.as_array()) {

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "checkpoint_reader.h"
 #include "specshim/kubelet/errors.h"
@@ -80,9 +82,10 @@ class Parser {
     char c = r_.next();
     if (c == 'n') return r_.null();
     if (c != '[') fail(where(), "not a list");
+    Unique unique(out, from);
     r_.array([&] {
       if (r_.next() != '"') fail(where(), "has a non-string device ID");
-      add(out, from, r_.view(store_));
+      unique.add(r_.view(store_));
     });
   }
 
@@ -99,21 +102,17 @@ class Parser {
       ids(where, out, from);
     } else if (c == '{') {
       std::size_t used = 0;  // numa_[0, used): this entry's nodes; the rest keep their capacity
+      if (!numa_index_.empty()) numa_index_.clear();
       r_.object([&](std::string_view numa) {
-        auto same = std::find_if(numa_.begin(), numa_.begin() + static_cast<std::ptrdiff_t>(used),
-                                 [&](const Numa& n) { return n.key == numa; });
-        if (same == numa_.begin() + static_cast<std::ptrdiff_t>(used)) {
-          if (used == numa_.size()) numa_.emplace_back();
-          same = numa_.begin() + static_cast<std::ptrdiff_t>(used++);
-          same->key = numa;
-        }
-        same->ids.clear();
-        ids([&] { return where() + "[\"" + same->key + "\"]"; }, same->ids, 0);
+        Numa& same = numa_node(numa, used);
+        same.ids.clear();
+        ids([&] { return where() + "[\"" + same.key + "\"]"; }, same.ids, 0);
       });
       std::sort(numa_.begin(), numa_.begin() + static_cast<std::ptrdiff_t>(used),
                 [](const Numa& a, const Numa& b) { return a.key < b.key; });
+      Unique unique(out, from);
       for (std::size_t k = 0; k < used; ++k)
-        for (auto id : numa_[k].ids) add(out, from, id);
+        for (auto id : numa_[k].ids) unique.add(id);
     } else {
       fail(where(), "neither a list nor a NUMA map");
     }
@@ -219,20 +218,65 @@ class Parser {
   }
 
  private:
-  // add appends id to out unless out holds it from `from` on.
-  static void add(std::vector<std::string_view>& out, std::size_t from, std::string_view id) {
-    if (std::find(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(), id) == out.end()) out.push_back(id);
-  }
+  // A list of a few items is scanned for a repeat; past kScan, Unique and
+  // numa_node find it through a hash set, so a list of n costs O(n), not O(n²).
+  static constexpr std::size_t kScan = 16;
+
+  // Unique appends IDs to out from `from` on, each once, in the order first
+  // given. The views point into the document or store_, both kept as long as
+  // the Checkpoint, so the set holds views, not copies.
+  class Unique {
+   public:
+    Unique(std::vector<std::string_view>& out, std::size_t from) : out_(out), from_(from) {}
+    void add(std::string_view id) {
+      auto first = out_.begin() + static_cast<std::ptrdiff_t>(from_);
+      if (seen_.empty() && out_.size() - from_ < kScan) {
+        if (std::find(first, out_.end(), id) != out_.end()) return;
+      } else {
+        if (seen_.empty()) seen_.insert(first, out_.end());
+        if (!seen_.insert(id).second) return;
+      }
+      out_.push_back(id);
+    }
+
+   private:
+    std::vector<std::string_view>& out_;
+    std::size_t from_;
+    std::unordered_set<std::string_view> seen_;
+  };
 
   struct Numa {
     std::string key;
     std::vector<std::string_view> ids;
   };
 
+  // numa_node is this entry's node for key: numa_[0, used) are the nodes it
+  // has named, numa_index_ (once there are kScan) their positions by key. A
+  // key not named yet takes the next place.
+  Numa& numa_node(std::string_view key, std::size_t& used) {
+    std::size_t at = used;
+    if (used < kScan) {
+      auto end = numa_.begin() + static_cast<std::ptrdiff_t>(used);
+      at = static_cast<std::size_t>(std::find_if(numa_.begin(), end, [&](const Numa& n) { return n.key == key; }) -
+                                    numa_.begin());
+    } else {
+      if (numa_index_.empty())
+        for (std::size_t k = 0; k < used; ++k) numa_index_.emplace(numa_[k].key, k);
+      auto [it, fresh] = numa_index_.emplace(key, used);
+      if (!fresh) at = it->second;
+    }
+    if (at == used) {
+      if (used == numa_.size()) numa_.emplace_back();
+      numa_[used++].key = key;
+    }
+    return numa_[at];
+  }
+
   Reader& r_;
   const std::string& name_;
   std::deque<std::string>& store_;
   std::vector<Numa> numa_;  // one entry's NUMA nodes, reused from entry to entry
+  std::unordered_map<std::string, std::size_t> numa_index_;
 };
 
 }  // namespace
@@ -319,10 +363,12 @@ std::vector<CheckpointEntry> Checkpoint::entries_for_devices(std::string_view re
 
 ResourceDevices Checkpoint::allocated_devices() const {
   ResourceDevices out;
+  std::map<std::string_view, std::unordered_set<std::string_view>> seen;  // per resource: a set, not a scan
   for (const auto& raw : raw_) {
     auto& ids = out[std::string(raw.resource)];
+    auto& known = seen[raw.resource];
     for (std::size_t k = raw.first_id; k < raw.first_id + raw.id_count; ++k)
-      if (std::find(ids.begin(), ids.end(), ids_[k]) == ids.end()) ids.emplace_back(ids_[k]);
+      if (known.insert(ids_[k]).second) ids.emplace_back(ids_[k]);
   }
   return out;
 }

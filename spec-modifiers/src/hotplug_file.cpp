@@ -14,6 +14,8 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <tuple>
 
 #include "cdi/document_fields.h"
 #include "specshim/cdi.h"
@@ -261,13 +263,15 @@ Desired parse_desired(std::string_view text, const std::string& file) {
       if (v.items.size() > kMaxEntries) cdi::fail(v.line, at, "more than " + std::to_string(kMaxEntries) + " entries");
       cdi::for_objects(v, at, [&](const Node& n, const std::string& i) { d.entries.push_back(decode_entry(n, i)); });
     });
-    for (std::size_t i = 0; i < d.entries.size(); ++i)
-      for (std::size_t j = 0; j < i; ++j) {
-        const Entry& a = d.entries[j];
-        const Entry& b = d.entries[i];
-        if (a.pod == b.pod && a.id == b.id)
-          cdi::fail(b.line, "", b.who() + " is already listed at line " + std::to_string(a.line));
-      }
+    // Each container once, found by a map of the first entry for each, not
+    // by comparing every entry with every earlier one.
+    using Who = std::tuple<bool, std::string_view, std::string_view, std::string_view, std::string_view>;
+    std::map<Who, const Entry*> first;
+    for (const Entry& b : d.entries) {
+      Who who = b.pod ? Who{true, b.pod->ns, b.pod->name, b.pod->container, b.id} : Who{false, {}, {}, {}, b.id};
+      auto [it, fresh] = first.emplace(who, &b);
+      if (!fresh) cdi::fail(b.line, "", b.who() + " is already listed at line " + std::to_string(it->second->line));
+    }
     check_sharing(d);
   } catch (const Error& e) {
     std::throw_with_nested(Error(file));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CDI parse cache: its encoding round-trips every spec the golden cases
-// use, refuses anything that is not an entry for exactly these bytes and this
-// build, and ParseCache uses only a root-only directory of its own.
+// use and a failure's message, refuses anything that is not an entry for
+// exactly these bytes and this build, remembers a file that failed until its
+// bytes change, and ParseCache uses only a root-only directory of its own.
 #include "specshim/cdi_cache.h"
 
 #include <fcntl.h>
@@ -77,7 +78,7 @@ TEST_CASE("cdi cache: an entry decodes to what parse_spec returned, for every go
     SpecFile parsed = parse_spec(text, "");
     auto decoded = decode_entry(encode_entry(text, "build-1", parsed), text, "build-1");
     REQUIRE(decoded);
-    CHECK(*decoded == parsed);
+    CHECK(*decoded == Parsed{parsed});
   }
 }
 
@@ -99,8 +100,23 @@ TEST_CASE("cdi cache: an entry is refused for other bytes, another build, or any
     std::string bad = entry;
     bad[i] = static_cast<char>(bad[i] ^ 0x5a);
     auto decoded = decode_entry(bad, kText, "build-1");
-    if (decoded) CHECK_FALSE(*decoded == parsed);
+    if (decoded) CHECK_FALSE(*decoded == Parsed{parsed});
   }
+}
+
+TEST_CASE("cdi cache: a failure's entry decodes to its message, and only for its bytes and build") {
+  const std::string bad = kText + "bogus: 1\n";
+  ParseFailure failure{"line 21: unknown field \"bogus\""};
+  std::string entry = encode_entry(bad, "build-1", failure);
+  auto decoded = decode_entry(entry, bad, "build-1");
+  REQUIRE(decoded);
+  CHECK(*decoded == Parsed{failure});
+  CHECK_FALSE(decode_entry(entry, kText, "build-1"));
+  CHECK_FALSE(decode_entry(entry, bad, "build-2"));
+  CHECK_FALSE(decode_entry(entry + "x", bad, "build-1"));
+  for (std::size_t n = 0; n < entry.size(); ++n) CHECK_FALSE(decode_entry(entry.substr(0, n), bad, "build-1"));
+  // A spec's entry and a failure's for the same bytes differ.
+  CHECK(entry != encode_entry(bad, "build-1", SpecFile{}));
 }
 
 TEST_CASE("cdi cache: names spread by bytes and build") {
@@ -147,19 +163,90 @@ TEST_CASE("cdi cache: parse stores, then hits, and a damaged entry is parsed and
   CHECK(entries(dir) == 1);
 }
 
-TEST_CASE("cdi cache: a spec that fails to parse throws as parse_spec does and stores nothing") {
-  TempDir tmp;
-  ParseCache cache(tmp / "cache");
-  std::string bad = "cdiVersion: 0.5.0\nkind: vendor.com/gpu\ndevices:\n- name: x\n  bogus: 1\n";
-  std::string expected;
+namespace {
+
+// kBad fails to parse: its error has a line, as a real parse gives it.
+const std::string kBad = "cdiVersion: 0.5.0\nkind: vendor.com/gpu\ndevices:\n- name: x\n  bogus: 1\n";
+
+std::string parse_error(const std::string& text) {
   try {
-    parse_spec(bad, "/etc/cdi/bad.yaml");
+    parse_spec(text, "/etc/cdi/bad.yaml");
   } catch (const Error& e) {
-    expected = e.what();
+    return describe(e);
   }
-  REQUIRE_FALSE(expected.empty());
-  REQUIRE_THROWS_WITH(cache.parse(bad, "/etc/cdi/bad.yaml"), expected);
-  CHECK(entries(tmp / "cache") == 0);
+  return "(parsed)";
+}
+
+}  // namespace
+
+TEST_CASE("cdi cache: a spec that fails to parse throws as parse_spec does, and is not parsed again until it changes") {
+  TempDir tmp;
+  stdfs::path dir = tmp / "cache";
+  const std::string expected = parse_error(kBad);
+  REQUIRE_THAT(expected, Catch::StartsWith("line 5: "));
+  ParseCache cache(dir);
+  REQUIRE_THROWS_WITH(cache.parse(kBad, "/etc/cdi/bad.yaml"), expected);
+  CHECK(cache.last() == "stored");
+  stdfs::path entry = dir / entry_name(kBad, build_id());
+  CHECK(read_file(entry) == encode_entry(kBad, build_id(), ParseFailure{expected}));
+
+  // The next create throws the same error from the entry.
+  ParseCache next(dir);
+  REQUIRE_THROWS_WITH(next.parse(kBad, "/etc/cdi/bad.yaml"), expected);
+  CHECK(next.last() == "hit");
+  // ... and does not parse the file: an entry saying something else is what it reports.
+  write_file(entry, encode_entry(kBad, build_id(), ParseFailure{"line 1: what the entry says"}), 0600);
+  REQUIRE_THROWS_WITH(ParseCache(dir).parse(kBad, "/etc/cdi/bad.yaml"), "line 1: what the entry says");
+
+  // Changed bytes are parsed again: still failing (now at another line), then fixed.
+  const std::string moved = "# a comment\n" + kBad;
+  ParseCache changed(dir);
+  REQUIRE_THROWS_WITH(changed.parse(moved, "/etc/cdi/bad.yaml"), parse_error(moved));
+  CHECK(changed.last() == "stored");
+  CHECK_THAT(parse_error(moved), Catch::StartsWith("line 6: "));
+  CHECK(changed.parse(kText, "/etc/cdi/bad.yaml") == parse_spec(kText, "/etc/cdi/bad.yaml"));
+  CHECK(changed.last() == "stored");
+  CHECK(entries(dir) == 3);
+
+  // dry-run reports it the same and stores nothing.
+  ParseCache ro(tmp / "ro");
+  ro.read_only(true);
+  REQUIRE_THROWS_WITH(ro.parse(kBad, "/etc/cdi/bad.yaml"), expected);
+  CHECK_FALSE(stdfs::exists(tmp / "ro"));
+}
+
+// Through a spec dir, as a create loads it: the failed file's result is the
+// one a scan without the cache gives, and its bytes are parsed once.
+TEST_CASE("cdi cache: a spec dir's broken file is reported the same from the cache, and parsed again once changed") {
+  TempDir tmp;
+  stdfs::path specs = tmp / "cdi", dir = tmp / "cache";
+  stdfs::create_directory(specs);
+  write_file(specs / "bad.yaml", kBad);
+  const std::string path = (specs / "bad.yaml").string();
+  auto load = [&](const ParseCache* cache) {
+    Registry reg = load_specs({specs.string()}, nullptr, cache);
+    REQUIRE(reg.files.size() == 1);
+    return reg.files[0];
+  };
+  SpecFileResult uncached = load(nullptr);
+  CHECK(uncached.status == SpecFileResult::Status::failed);
+  CHECK_THAT(uncached.error, Catch::StartsWith("line 5: "));
+  for (int create = 0; create < 3; ++create) {
+    ParseCache cache(dir);
+    SpecFileResult r = load(&cache);
+    CHECK(r.status == uncached.status);
+    CHECK(r.error == uncached.error);
+    CHECK(r.path == path);
+    CHECK_FALSE(r.spec);
+    CHECK(cache.last() == (create == 0 ? "stored" : "hit"));
+  }
+  write_file(specs / "bad.yaml", kBad + "# edited\n");
+  ParseCache cache(dir);
+  CHECK(load(&cache).error == uncached.error);
+  CHECK(cache.last() == "stored");
+  write_file(specs / "bad.yaml", kText);
+  CHECK(load(&cache).status == SpecFileResult::Status::loaded);
+  CHECK(cache.last() == "stored");
 }
 
 TEST_CASE("cdi cache: a directory open to others, a symlink or a file is not used") {

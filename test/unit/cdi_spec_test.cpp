@@ -250,6 +250,45 @@ TEST_CASE("cdi spec: hostile documents fail cleanly") {
   CHECK_THAT(error("kind: \"a.com/b\" # caf\xc3\xa9 \xf0\x9f\x98\x80\n"), !Contains("UTF-8"));
 }
 
+// A map of 60,000 keys (a spec-level annotations map) is read, and a repeat
+// of its first key at the end is found and names both lines, in YAML and JSON.
+// Not timed (scripts/bench.sh has the case): a scan of every earlier key took
+// seconds here.
+TEST_CASE("cdi spec: a 60,000-key map loads, and a repeated key at its end names both lines") {
+  constexpr int kKeys = 60000;
+  std::string yaml_keys, json_keys;
+  for (int i = 0; i < kKeys; ++i) {
+    yaml_keys += "  key-" + std::to_string(i) + ": v\n";
+    json_keys += " \"key-" + std::to_string(i) + "\": \"v\",\n";
+  }
+  const std::string head = "cdiVersion: 0.6.0\nkind: vendor.com/gpu\nannotations:\n";
+  const std::string devices = "devices:\n- name: gpu0\n  containerEdits: {env: [A=1]}\n";
+  CHECK(parse(head + yaml_keys + devices).annotations.size() == kKeys);
+  CHECK(error(head + yaml_keys + "  key-0: again\n" + devices) == "line 60004: key \"key-0\" already set on line 4");
+
+  const std::string json_head = "{\"cdiVersion\": \"0.6.0\", \"kind\": \"vendor.com/gpu\",\n\"annotations\": {\n";
+  const std::string json_devices = "\"devices\": [{\"name\": \"gpu0\", \"containerEdits\": {\"env\": [\"A=1\"]}}]}\n";
+  CHECK(parse(json_head + json_keys + " \"last\": \"v\"},\n" + json_devices).annotations.size() == kKeys + 1);
+  CHECK(error(json_head + json_keys + " \"key-0\": \"again\"},\n" + json_devices) ==
+        "line 60003: key \"key-0\" already set on line 3");
+}
+
+TEST_CASE("cdi spec: a repeated key is found on either side of the switch from scanning to the index") {
+  const std::string devices = "devices: [{name: gpu0, containerEdits: {env: [A=1]}}]\n";
+  for (int n : {1, 15, 16, 17, 40}) {
+    std::string keys;
+    for (int i = 0; i < n; ++i) keys += "  k" + std::to_string(i) + ": v\n";
+    for (int repeat : {0, n / 2, n - 1}) {
+      std::string text = "cdiVersion: 0.6.0\nkind: vendor.com/gpu\nannotations:\n" + keys + "  k" +
+                         std::to_string(repeat) + ": again\n" + devices;
+      CHECK(error(text) == "line " + std::to_string(4 + n) + ": key \"k" + std::to_string(repeat) +
+                               "\" already set on line " + std::to_string(4 + repeat));
+    }
+    CHECK(parse("cdiVersion: 0.6.0\nkind: vendor.com/gpu\nannotations:\n" + keys + devices).annotations.size() ==
+          static_cast<std::size_t>(n));
+  }
+}
+
 TEST_CASE("cdi spec: YAML structure as upstream's parser reads it (anchors, tags, documents, nulls)") {
   // Anchors and aliases, on scalars and collections, expand to copies.
   SpecFile s = parse(

@@ -80,6 +80,20 @@ TEST_CASE("config arrays of tables get indexed names") {
   REQUIRE_THROWS_WITH(rs[1].string("name"), "config `c.toml`: line 4: `r[1].name`: must be a string");
 }
 
+TEST_CASE("config a table read as JSON keeps the file's order, however many keys it has") {
+  std::string text = "[p.value]\n";
+  for (int i = 20000; i > 0; --i) text += "k" + std::to_string(i) + " = " + std::to_string(i) + "\n";
+  text += "[p.value.nested]\nb = [1, {c = \"d\"}]\na = true\n";
+  auto doc = config::Document::parse(text, "/etc/x.toml");
+  auto p = doc.root().section("p");
+  auto v = p.json("value");
+  REQUIRE(v);
+  REQUIRE(v->size() == 20001);
+  CHECK(v->begin().key() == "k20000");
+  CHECK((*v)["k1"] == 1);
+  CHECK(v->back().dump() == R"({"b":[1,{"c":"d"}],"a":true})");
+}
+
 TEST_CASE("config non-ASCII outside strings is refused before the TOML parser sees it") {
   // U+FEF7 between tokens sent toml++ 3.3 into __builtin_unreachable (found by fuzz:config).
   REQUIRE_THROWS_WITH(config::Document::parse("h\xef\xbb\xb7osgd]\n", "f.toml"),

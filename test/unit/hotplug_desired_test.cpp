@@ -293,6 +293,17 @@ TEST_CASE("hotplug file: more than the size limit or the entry limit is refused"
   CHECK_THAT(failure(many), StartsWith(kFile + ": line 2: containers: more than 4096 entries"));
 }
 
+TEST_CASE("hotplug file: a file of the most entries loads, and a repeat at its end names the first") {
+  std::string text = "containers:\n";  // entry i on line 2 + i
+  for (std::size_t i = 0; i + 1 < kMaxEntries; ++i)
+    text += i % 2 ? "  - pod: {namespace: ns, name: p" + std::to_string(i) + ", container: main}\n"
+                  : "  - id: c" + std::to_string(i) + "\n";
+  CHECK(parse(text + "  - id: last\n").entries.size() == kMaxEntries);
+  CHECK(failure(text + "  - pod: {namespace: ns, name: p1, container: main}\n") ==
+        kFile + ": line 4097: pod `ns/p1` container `main` is already listed at line 3");
+  CHECK(failure(text + "  - id: c0\n") == kFile + ": line 4097: container `c0` is already listed at line 2");
+}
+
 TEST_CASE("hotplug file: check_sharing sees through GPU UUIDs to their nodes") {
   Desired d = parse(
       "containers:\n  - id: a\n    gpus: [GPU-aaaa]\n  - id: b\n    gpus: [GPU-bbbb]\n"

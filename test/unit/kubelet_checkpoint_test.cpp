@@ -119,6 +119,41 @@ TEST_CASE("checkpoint: NUMA-keyed layout (1.20+) de-duplicates IDs across nodes"
   CHECK(cp.registered_devices().at("nvidia.com/gpu") == std::vector<std::string>{"GPU-a", "GPU-b"});
 }
 
+// Long lists (a device plugin may advertise thousands of IDs) and many NUMA
+// keys are de-duplicated through a hash set past a few items: the result is
+// the same as the scan's, first places kept, a repeated NUMA key's last list.
+TEST_CASE("checkpoint: long ID lists and many NUMA keys de-duplicate as short ones do") {
+  auto id = [](const char* prefix, int i) {
+    std::string n = std::to_string(i);
+    return prefix + std::string(n.size() < 2 ? 2 - n.size() : 0, '0') + n;
+  };
+  std::string flat, registered;
+  std::vector<std::string> flat_want, registered_want;
+  for (int i = 0; i < 30000; ++i) flat += (i ? ",\"" : "\"") + id("d", i % 20000) + "\"";
+  for (int i = 0; i < 20000; ++i) flat_want.push_back(id("d", i));
+  for (int i = 0; i < 200; ++i) registered += (i ? ",\"" : "\"") + id("d", i % 100) + "\"";
+  for (int i = 0; i < 100; ++i) registered_want.push_back(id("d", i));
+  std::string numa;
+  std::vector<std::string> numa_want;
+  for (int k = 39; k >= 0; --k) numa += "\"" + id("", k) + "\":[\"" + id("x", k) + "\",\"shared\"],";
+  numa += "\"05\":[\"again\"]";  // a repeated key: its last list counts
+  for (int k = 0; k < 40; ++k) {
+    numa_want.push_back(k == 5 ? "again" : id("x", k));
+    if (k == 0) numa_want.push_back("shared");
+  }
+  Checkpoint cp = Checkpoint::parse(
+      R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"flat","ResourceName":"r","DeviceIDs":[)" + flat +
+          R"(]},{"PodUID":"u","ContainerName":"numa","ResourceName":"r","DeviceIDs":{)" + numa +
+          R"(}}],"RegisteredDevices":{"r":[)" + registered + "]}}}",
+      "cp");
+  CHECK(cp.entries("u", "flat").at(0).device_ids == flat_want);
+  CHECK(cp.entries("u", "numa").at(0).device_ids == numa_want);
+  CHECK(cp.registered_devices().at("r") == registered_want);
+  std::vector<std::string> all = flat_want;
+  all.insert(all.end(), numa_want.begin(), numa_want.end());
+  CHECK(cp.allocated_devices().at("r") == all);
+}
+
 TEST_CASE("checkpoint: entries_for_devices matches the device set of any pod, in any order") {
   std::vector<FakeCheckpointEntry> entries = {
       {"uid-1", "main", "nvidia.com/gpu", {{"0", {"GPU-b"}}, {"1", {"GPU-a", "GPU-b"}}}, full_response()},

@@ -10,8 +10,10 @@
 // ELF build ID): a spec file that changed in any way, however fast and
 // whatever its timestamps say, is parsed again. Anything doubtful (no such
 // entry, an entry that is short, foreign, not ours, or not a regular file, a
-// directory that is not root-only) means: parse the file. The cache never
-// makes a create fail; only files that parsed without error are stored.
+// directory that is not root-only) means: parse the file. A file that failed
+// to parse is stored too, with the message of its error: until its bytes
+// change, the next create reports that same error without parsing it again.
+// The cache never makes a create fail that would not fail without it.
 #pragma once
 
 #include <sys/stat.h>
@@ -22,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "specshim/cdi.h"
 #include "specshim/fs.h"
@@ -43,9 +46,10 @@ class ParseCache {
   explicit ParseCache(std::filesystem::path dir);
 
   // parse returns what parse_spec(text, path) returns, from the cache when it
-  // holds an entry for exactly text; otherwise it parses and, when that
-  // succeeds, stores the result (at most kMaxStoresPerCreate times per
-  // ParseCache). Throws what parse_spec throws.
+  // holds an entry for exactly text; otherwise it parses and stores the
+  // result, the spec or its Error's message (at most kMaxStoresPerCreate
+  // times per ParseCache). Throws what parse_spec throws; for a failure the
+  // cache holds, an Error with the message describe() gave the first one.
   SpecFile parse(std::string_view text, const std::string& path) const;
 
   // read_only: look entries up but store none and create no directory
@@ -58,6 +62,8 @@ class ParseCache {
 
  private:
   bool open_dir() const;
+  bool may_store(const std::string& why) const;
+  void store(const std::string& name, const std::string& encoded) const;
 
   std::filesystem::path dir_;
   mutable fs::Fd fd_;
@@ -81,13 +87,25 @@ const std::string& build_id();
 // ".cdi".
 std::string entry_name(std::string_view text, std::string_view build);
 
+// ParseFailure is what parse_spec threw for some bytes: its Error's message
+// (describe(), the whole chain).
+struct ParseFailure {
+  std::string error;
+  bool operator==(const ParseFailure&) const = default;
+};
+// Parsed is what an entry holds: the spec parse_spec returned, or its failure.
+using Parsed = std::variant<SpecFile, ParseFailure>;
+
 // encode_entry serialises spec (parsed from text; its path and priority are
-// not kept) with text and build. decode_entry returns the spec back when
-// entry is such a serialisation of exactly this text and build, and nullopt
-// for anything else, whatever its bytes (fuzzed: test/fuzz/fuzz_cdi_cache.cpp).
+// not kept), or the failure parsing text ended in, with text and build.
+// decode_entry returns the spec or the failure back when entry is such a
+// serialisation of exactly this text and build, and nullopt for anything
+// else, whatever its bytes (fuzzed: test/fuzz/fuzz_cdi_cache.cpp).
 std::string encode_entry(std::string_view text, std::string_view build, const SpecFile& spec);
-// entry_header is how every entry for text and build starts: the spec follows.
+std::string encode_entry(std::string_view text, std::string_view build, const ParseFailure& failure);
+// entry_header is how every entry for text and build starts: a byte follows,
+// 1 and the spec or 0 and the failure.
 std::string entry_header(std::string_view text, std::string_view build);
-std::optional<SpecFile> decode_entry(std::string_view entry, std::string_view text, std::string_view build);
+std::optional<Parsed> decode_entry(std::string_view entry, std::string_view text, std::string_view build);
 
 }  // namespace specshim::cdi

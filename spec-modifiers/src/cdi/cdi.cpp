@@ -73,19 +73,22 @@ void add_names(const std::string& key, const std::string& value, bool empty_ok, 
 std::vector<std::string> cdi::requested_devices(const Spec& spec) {
   const Json* annotations = spec.find({"annotations"});
   if (!annotations || !annotations->is_object()) return {};
-  std::vector<std::string> keys;
-  for (auto it = annotations->begin(); it != annotations->end(); ++it)
-    if (it.key().rfind(cdi::kAnnotationPrefix, 0) == 0) keys.push_back(it.key());
-  std::sort(keys.begin(), keys.end());
+  // Each annotation is taken with its value as the walk finds it: looking
+  // each one up again by key would scan the object once per annotation.
+  std::vector<std::pair<const std::string*, const Json*>> found;
+  const Json* devices = nullptr;
+  for (auto it = annotations->begin(); it != annotations->end(); ++it) {
+    if (it.key().rfind(cdi::kAnnotationPrefix, 0) == 0) found.emplace_back(&it.key(), &it.value());
+    if (it.key() == cdi::kDevicesAnnotation) devices = &it.value();
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
   Names names;
-  auto value_of = [&](const std::string& key) {
-    const Json& v = (*annotations)[key];
+  auto value_of = [&](const std::string& key, const Json& v) {
     if (!v.is_string()) throw Error("annotation " + quote(key) + ": must be a string");
     return v.get<std::string>();
   };
-  for (const auto& key : keys) add_names(key, value_of(key), false, names);
-  if (annotations->contains(cdi::kDevicesAnnotation))
-    add_names(cdi::kDevicesAnnotation, value_of(cdi::kDevicesAnnotation), true, names);
+  for (const auto& [key, value] : found) add_names(*key, value_of(*key, *value), false, names);
+  if (devices) add_names(cdi::kDevicesAnnotation, value_of(cdi::kDevicesAnnotation, *devices), true, names);
   return names.take();
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -32,7 +33,8 @@ constexpr std::string_view kSuffix = ".cdi";
 
 // ---- the encoding ----
 //
-// magic, build, text, then the spec's fields in declaration order, then kEnd.
+// magic, build, text, then 1 and the spec's fields in declaration order (or
+// 0 and the error of a failed parse), then kEnd.
 // Integers are 8 bytes in host order (an entry never leaves the host that
 // wrote it), strings and lists a count and their items, optionals a 0/1 byte
 // and the value. One field list per struct serves both directions.
@@ -295,19 +297,34 @@ std::string entry_header(std::string_view text, std::string_view build) {
 std::string encode_entry(std::string_view text, std::string_view build, const SpecFile& spec) {
   Writer w;
   w.raw(entry_header(text, build));
+  w(true);
   w(spec);
   w.raw(kEnd);
   return w.take();
 }
 
-std::optional<SpecFile> decode_entry(std::string_view entry, std::string_view text, std::string_view build) {
+std::string encode_entry(std::string_view text, std::string_view build, const ParseFailure& failure) {
+  Writer w;
+  w.raw(entry_header(text, build));
+  w(false);
+  w(failure.error);
+  w.raw(kEnd);
+  return w.take();
+}
+
+std::optional<Parsed> decode_entry(std::string_view entry, std::string_view text, std::string_view build) {
   try {
     Reader r(entry);
     if (r.raw(kMagic.size()) != kMagic || r.text() != build || r.text() != text) return std::nullopt;
-    SpecFile spec;
-    r(spec);
+    bool parsed = false;
+    r(parsed);
+    Parsed out;
+    if (parsed)
+      r(out.emplace<SpecFile>());
+    else
+      r(out.emplace<ParseFailure>().error);
     if (r.raw(kEnd.size()) != kEnd || !r.done()) return std::nullopt;
-    return spec;
+    return out;
   } catch (...) {  // Bad, or what a damaged entry makes the allocator say
     return std::nullopt;
   }
@@ -372,27 +389,53 @@ SpecFile ParseCache::parse(std::string_view text, const std::string& path) const
       } catch (const Error&) {  // too large or unreadable: a miss like any other
       }
     }
-    if (auto spec = decode_entry(bytes, text, build)) {
-      spec->path = path;
+    if (auto cached = decode_entry(bytes, text, build)) {
       last_ = "hit";
-      return std::move(*spec);
+      if (auto* failure = std::get_if<ParseFailure>(&*cached)) throw Error(failure->error);
+      auto& spec = std::get<SpecFile>(*cached);
+      spec.path = path;
+      return std::move(spec);
     }
     why = "entry " + name + " is not for these bytes and this build";
   }
 
-  SpecFile spec = parsed(why);
+  // A failure is stored as the message describe() gives the Error (a hit
+  // throws it back flat: describe() says the same), then rethrown as it was.
+  // Anything else parse_spec may throw (std::bad_alloc) is not a property of
+  // the bytes and is never stored.
+  std::optional<SpecFile> spec;
+  std::optional<ParseFailure> failure;
+  std::exception_ptr failed;
+  try {
+    spec = parsed(why);
+  } catch (const Error& e) {
+    failed = std::current_exception();
+    failure = ParseFailure{describe(e)};
+  }
+  if (may_store(why)) store(name, spec ? encode_entry(text, build, *spec) : encode_entry(text, build, *failure));
+  if (failed) std::rethrow_exception(failed);
+  return std::move(*spec);
+}
+
+// may_store says whether this ParseCache may store one more entry; when not,
+// last_ says why.
+bool ParseCache::may_store(const std::string& why) const {
   if (read_only_) {
     last_ = "parsed (cache: " + why + "; read-only: not stored)";
-    return spec;
+    return false;
   }
   if (stores_ == kMaxStoresPerCreate) {
     last_ = "parsed (cache: " + std::to_string(stores_) + " entries stored by this create already)";
-    return spec;
+    return false;
   }
-  std::string encoded = encode_entry(text, build, spec);
+  return true;
+}
+
+// store writes encoded as the entry name.
+void ParseCache::store(const std::string& name, const std::string& encoded) const {
   if (encoded.size() > kMaxEntryBytes) {  // the reader would refuse it
     last_ = "parsed (cache: an entry of " + std::to_string(encoded.size()) + " bytes is over the limit: not stored)";
-    return spec;
+    return;
   }
   ++stores_;
   try {
@@ -405,7 +448,6 @@ SpecFile ParseCache::parse(std::string_view text, const std::string& path) const
   } catch (const std::exception& e) {
     last_ = "parsed (cache: not stored: " + describe(e) + ")";
   }
-  return spec;
 }
 
 }  // namespace specshim::cdi
