@@ -23,7 +23,7 @@ std::optional<std::int64_t> number(const Json& obj, const char* key, const std::
 }
 
 DeviceRule read_rule(const Json& j, const std::string& where) {
-  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
+  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + shown_json(j));
   DeviceRule r;
   auto a = j.find("allow");
   if (a == j.end() || !a->is_boolean())

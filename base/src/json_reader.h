@@ -11,13 +11,9 @@
 
 namespace specshim::detail {
 
-// kMaxJsonDepth bounds nesting: the DOM's copy, comparison and the spec
-// writer recurse once per level. OCI specs nest about six levels.
-inline constexpr int kMaxJsonDepth = 512;
-
 // read_json parses one JSON document (RFC 8259; a leading UTF-8 BOM is
-// skipped) into root. It accepts and rejects what nlohmann's strict parser
-// does, and builds the same values of the same types: a number without a
+// skipped) into root, nested at most kMaxJsonDepth (spec.h) deep. It accepts
+// and rejects what nlohmann's strict parser does, and builds the same values of the same types: a number without a
 // fraction or exponent is unsigned when non-negative, signed when negative,
 // floating point when it does not fit 64 bits; a repeated key keeps its first
 // place and its last value. Arrays are allocated at their final size, objects with room for four more members. raw

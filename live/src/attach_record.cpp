@@ -69,12 +69,7 @@ std::string record_json(const Record& r) {
 }
 
 Record parse_record(std::string_view text, const std::string& file) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error("parse " + q(file) + ": " + json_cause(e));
-  }
+  Json doc = parse_json(text, "parse " + q(file));
   std::string where = "record " + q(file);
   if (!doc.is_object()) throw Error(where + ": not a JSON object");
   auto version = get<int>(doc, "version", where);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/passwd_copies.h"
@@ -16,9 +17,7 @@ bool add_passwd_copies(const Spec& view, const std::filesystem::path& dir, const
   for (const auto& c : passwd::kCopies)
     if (passwd::mount_over(view, c)) return false;
 
-  std::error_code ec;
-  if (std::filesystem::create_directories(dir, ec)) std::filesystem::permissions(dir, std::filesystem::perms(0711), ec);
-  if (ec) throw Error("make `" + dir.string() + "`: " + ec.message());
+  create::make_files_dir(dir);
   for (const auto& c : passwd::kCopies) {
     std::filesystem::path file = dir / c.bundle_name;
     fs::Fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));

@@ -99,7 +99,7 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
     }
     return resp;
   } catch (const std::exception& e) {
-    std::string msg = "specshim: " + what + ": " + describe(e);
+    std::string msg = cap_message("specshim: " + what + ": " + describe(e));
     log::warn("nri: {}", msg);
     throw Status{kFailedPrecondition, msg};
   }

@@ -135,9 +135,9 @@ class Connection {
   void answer(const Message& m) {
     if (m.type != MessageType::request) return;  // NRI is unary: nothing else comes to a server
     ttrpc::Response resp;
+    ttrpc::Request req;
     try {
       if (m.oversized) throw Status{kResourceExhausted, "a request over 4 MiB"};
-      ttrpc::Request req;
       if (!req.ParseFromString(m.data)) throw Status{3, "cannot decode the ttRPC request"};
       if (req.service() != kPluginService) throw Status{kUnimplemented, "service " + req.service()};
       std::string payload = call(req.method(), req.payload());
@@ -151,7 +151,12 @@ class Connection {
       resp.mutable_status()->set_message(s.message);
     } catch (const std::exception& e) {
       resp.mutable_status()->set_code(kFailedPrecondition);
-      resp.mutable_status()->set_message(describe(e));
+      resp.mutable_status()->set_message(cap_message(describe(e)));
+    } catch (...) {
+      // Whatever a call throws fails that call alone: the connection, and
+      // with it the registration, stays.
+      resp.mutable_status()->set_code(kUnknown);
+      resp.mutable_status()->set_message(req.method() + ": unknown error");
     }
     send(kPluginConn, m.stream, MessageType::response, resp.SerializeAsString());
   }

@@ -48,7 +48,7 @@ int nri_hook_main(const std::vector<std::string>& argv) {
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   std::string id = "?";
   try {
-    Json state = Json::parse(read_stdin());
+    Json state = parse_json(read_stdin(), "parse the container's state on stdin");
     id = state.value("id", "");
     std::string bundle = state.value("bundle", "");
     if (bundle.empty() || bundle[0] != '/') throw Error("the state's bundle `" + bundle + "` is not an absolute path");

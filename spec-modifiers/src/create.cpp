@@ -60,13 +60,17 @@ void BundleDir::store(const Outcome& out) {
 
 void SpecInMemory::store(const Outcome& out) {
   if (!out.ctx.bundle_files.empty()) {
-    std::error_code ec;
-    if (std::filesystem::create_directories(dir_, ec))
-      std::filesystem::permissions(dir_, std::filesystem::perms(0711), ec);
-    if (ec) throw Error("create `" + dir_.string() + "`: " + ec.message());
+    make_files_dir(dir_);
     write_files(dir_, out.ctx);
   }
   spec_ = out.spec;
+}
+
+void make_files_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("create `" + dir.string() + "`: " + ec.message());
+  if (::chmod(dir.c_str(), 0700) != 0) throw_errno("chmod `" + dir.string() + "`");
 }
 
 Outcome modify(Bundle& bundle, const Chain& chain, Context ctx) {

@@ -23,13 +23,6 @@ namespace {
 constexpr std::size_t kMaxIds = 1024;
 constexpr std::size_t kMaxIdBytes = 256;
 
-// shown_json quotes a JSON value for a message, strings as shown() does.
-std::string shown_json(const Json& j) {
-  if (j.is_string()) return shown(j.get_ref<const std::string&>());
-  std::string text = j.dump(-1, ' ', false, Json::error_handler_t::replace);
-  return text.size() > 120 ? text.substr(0, 120) + "..." : text;
-}
-
 std::string normal(const std::string& path) {
   std::string p = std::filesystem::path(path).lexically_normal().string();
   while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -179,7 +172,9 @@ bool merge_devices(Spec& spec, const PreparedAnswer& a, std::vector<std::string>
 
 std::vector<std::string> parse_device_ids(std::string_view key, std::string_view value) {
   std::string what = "annotation `" + std::string(key) + "`";
-  Json list = Json::parse(value, nullptr, false);
+  // Tenant text: its depth is checked before nlohmann's recursive dump or
+  // copy could meet it.
+  Json list = parse_json(value, what, false);
   if (list.is_discarded() || !list.is_array())
     throw Error(what + ": want a JSON list of device IDs such as [\"GPU-1\"], got " + shown(value));
   if (list.size() > kMaxIds) throw Error(what + ": more than " + std::to_string(kMaxIds) + " device IDs");

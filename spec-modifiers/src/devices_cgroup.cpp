@@ -74,7 +74,7 @@ struct Entry {
 // major, minor) from the host node at its path, for the caller to write back
 // so runc sees a complete entry.
 Entry read_entry(const Json& j, const std::string& where, bool follow_outside_dev) {
-  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + j.dump());
+  if (!j.is_object()) throw Error("`" + where + "`: want an object, got " + shown_json(j));
   auto p = j.find("path");
   if (p == j.end() || !p->is_string() || p->get_ref<const std::string&>().empty() ||
       p->get_ref<const std::string&>()[0] != '/' || contains_control(p->get_ref<const std::string&>()))

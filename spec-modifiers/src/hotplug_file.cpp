@@ -362,12 +362,7 @@ std::string grant_json(const Grant& g) {
 
 Grant parse_grant(std::string_view text, const std::string& file) {
   std::string where = "grant " + q(file);
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error("parse " + q(file) + ": " + json_cause(e));
-  }
+  Json doc = parse_json(text, "parse " + q(file));
   if (!doc.is_object()) throw Error(where + ": not a JSON object");
   Grant g;
   g.container = get<std::string>(doc, "container", where);

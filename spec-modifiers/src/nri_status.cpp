@@ -32,7 +32,7 @@ std::optional<Status> read(const NriSettings& nri) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
-    Json j = Json::parse(fs::read_regular_file(path, 64 << 10));
+    Json j = parse_json(fs::read_regular_file(path, 64 << 10), "");
     Status s;
     s.pid = j.at("pid").get<pid_t>();
     s.plugin = j.at("plugin").get<std::string>();

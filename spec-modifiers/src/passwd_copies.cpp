@@ -19,9 +19,16 @@ namespace {
 
 constexpr std::size_t kMaxFileBytes = 10 << 20;  // as the modifier reads the image's files
 
+// kCopyMode: every copy is the host's file of a database anyone may read,
+// whatever mode the image gave its own (a setuid or world-writable
+// /etc/passwd stays the image's business, not the host's).
+constexpr mode_t kCopyMode = 0644;
+
 // write_in_place replaces the content of dir/name, a regular file that must
-// exist, keeping its inode (a mount of it sees the new content).
-void write_in_place(const std::filesystem::path& dir, std::string_view name, const BundleFile& f) {
+// exist, keeping its inode (a mount of it sees the new content). It is
+// owner's (root when unset) and kCopyMode before it holds any content.
+void write_in_place(const std::filesystem::path& dir, std::string_view name, const std::string& content,
+                    const std::optional<FileOwner>& owner) {
   std::filesystem::path path = dir / name;
   fs::Fd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) throw_errno("open `" + path.string() + "`");
@@ -29,16 +36,15 @@ void write_in_place(const std::filesystem::path& dir, std::string_view name, con
   if (::fstat(fd.get(), &st) != 0) throw_errno("stat `" + path.string() + "`");
   if (!S_ISREG(st.st_mode)) throw Error("`" + path.string() + "` is not a regular file");
   if (::ftruncate(fd.get(), 0) != 0) throw_errno("truncate `" + path.string() + "`");
-  for (std::size_t done = 0; done < f.content.size();) {
-    ssize_t n = ::pwrite(fd.get(), f.content.data() + done, f.content.size() - done, static_cast<off_t>(done));
+  if (::fchown(fd.get(), owner ? owner->uid : 0, owner ? owner->gid : 0) != 0)
+    throw_errno("chown `" + path.string() + "`");
+  if (::fchmod(fd.get(), kCopyMode) != 0) throw_errno("chmod `" + path.string() + "`");
+  for (std::size_t done = 0; done < content.size();) {
+    ssize_t n = ::pwrite(fd.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("write `" + path.string() + "`");
     done += static_cast<std::size_t>(n);
   }
-  uid_t uid = f.owner ? f.owner->uid : 0;
-  gid_t gid = f.owner ? f.owner->gid : 0;
-  if (::fchown(fd.get(), uid, gid) != 0) throw_errno("chown `" + path.string() + "`");
-  if (::fchmod(fd.get(), f.mode) != 0) throw_errno("chmod `" + path.string() + "`");
 }
 
 // ours reports whether mount m is the front-end's mount of a copy in dir.
@@ -101,19 +107,17 @@ void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem
   for (const Copy& c : kCopies) {
     auto made = ctx.bundle_files.find(std::string(c.bundle_name));
     if (made != ctx.bundle_files.end()) {
-      write_in_place(dir, c.bundle_name, made->second);
+      // The modifier's copy: host root's, or container root's in a user
+      // namespace (so the container sees it as root's).
+      write_in_place(dir, c.bundle_name, made->second.content, made->second.owner);
       continue;
     }
-    // Left alone: the copy is the image's own file, as the process would have
-    // seen it (an image without one: an empty file).
+    // Left alone: the copy holds the image's own file, as the process would
+    // have read it (an image without one: an empty file), but is host root's
+    // and kCopyMode: the image's owner and mode are not the host's to keep.
     auto image = fs::read_file_in_root(rootfs, c.path, kMaxFileBytes);
-    BundleFile f{image ? std::move(image->content) : std::string(), 0644, std::nullopt};
-    if (image) {
-      f.mode = image->st.st_mode & 07777;
-      f.owner = FileOwner{image->st.st_uid, image->st.st_gid};
-    }
-    log::debug("passwd: {} is the image's own file", c.path);
-    write_in_place(dir, c.bundle_name, f);
+    log::debug("passwd: {} is the image's own content", c.path);
+    write_in_place(dir, c.bundle_name, image ? image->content : std::string(), std::nullopt);
   }
 }
 

@@ -22,16 +22,6 @@ namespace {
 
 using Pointer = Json::json_pointer;
 
-// shorten returns v as JSON text of at most 80 bytes, never cutting a UTF-8
-// sequence (the message ends up in runc's JSON log).
-std::string shorten(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() <= 80) return s;
-  std::size_t end = 77;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end) + "...";
-}
-
 // array_index reports whether t is an RFC 6901 array index of at most max:
 // digits without a leading zero.
 bool array_index(const std::string& t, std::size_t max) {
@@ -86,7 +76,7 @@ void apply_op(Json& doc, const Op& o) {
     } else if (!doc.contains(path)) {
       throw Error("path not found");
     } else if (kind == "test" && doc.at(path) != op["value"]) {
-      throw Error("test failed: the value is " + shorten(doc.at(path)) + ", not " + shorten(op["value"]));
+      throw Error("test failed: the value is " + shown_json(doc.at(path), 80) + ", not " + shown_json(op["value"], 80));
     }
     doc.patch_inplace(Json::array({op}));
   } catch (const Json::exception& e) {

@@ -92,9 +92,9 @@ Json read_value(config::Section& o, const std::string& what) {
   auto text = o.string("value-json");
   if (!text) o.fail("", what + ": needs value");
   try {
-    return Json::parse(*text);
-  } catch (const Json::exception& e) {
-    o.fail("value-json", what + ": " + json_cause(e));
+    return parse_json(*text, what);
+  } catch (const Error& e) {
+    o.fail("value-json", e.what());
   }
 }
 

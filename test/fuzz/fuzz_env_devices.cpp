@@ -26,15 +26,9 @@ using namespace specshim::env_devices;
 
 namespace {
 
-const char* kGranted = "GPU-4a3b2c1d-0000-4000-8000-000000000000";
-
-// A checkpoint whose one entry answered GPU 0 with NVIDIA_VISIBLE_DEVICES set
-// to its UUID (a ContainerAllocateResponse: envs, field 1, a map entry).
-const char* kCheckpoint =
-    R"({"Data": {"PodDeviceEntries": [{"PodUID": "uid-src", "ContainerName": "main", "ResourceName": )"
-    R"("nvidia.com/gpu", "DeviceIDs": {"-1": ["GPU-4a3b2c1d-0000-4000-8000-000000000000"]}, "AllocResp": )"
-    R"("CkIKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSKEdQVS00YTNiMmMxZC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDA="}], )"
-    R"("RegisteredDevices": null}, "Checksum": 1})";
+// GPU 0 is the checkpoint's one grant.
+const char* kGranted = fuzz::kGrantedGpu;
+const char* kCheckpoint = fuzz::kOneGpuCheckpoint;
 
 std::filesystem::path sibling_bundle() {
   auto dir = fuzz::make_scratch("envdev", {"rootfs", "cdi", "kubelet/device-plugins"});

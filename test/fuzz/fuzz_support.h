@@ -31,6 +31,16 @@ inline void write_bytes(const std::filesystem::path& p, std::string_view data) {
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
+// kGrantedGpu is the one GPU kOneGpuCheckpoint granted: its one entry
+// answered it with NVIDIA_VISIBLE_DEVICES set to its UUID (a
+// ContainerAllocateResponse: envs, field 1, a map entry).
+inline constexpr const char* kGrantedGpu = "GPU-4a3b2c1d-0000-4000-8000-000000000000";
+inline constexpr const char* kOneGpuCheckpoint =
+    R"({"Data": {"PodDeviceEntries": [{"PodUID": "uid-src", "ContainerName": "main", "ResourceName": )"
+    R"("nvidia.com/gpu", "DeviceIDs": {"-1": ["GPU-4a3b2c1d-0000-4000-8000-000000000000"]}, "AllocResp": )"
+    R"("CkIKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSKEdQVS00YTNiMmMxZC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDA="}], )"
+    R"("RegisteredDevices": null}, "Checksum": 1})";
+
 // dry_run loads bundle/config.json and runs the chain config_toml builds, in
 // dry-run mode and never calling Allocate. Throws Error as create would.
 inline create::Outcome dry_run(const std::filesystem::path& bundle, const std::string& config_toml) {

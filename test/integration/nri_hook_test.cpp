@@ -75,10 +75,10 @@ struct HookPod {
   explicit HookPod(const std::string& runtime_name)
       : name(runtime_name), runtime(runtime_binary(name, "integration_nri_hook (" + name + ")")) {
     if (name == "crun") free_cgroup2_controllers("crun (integration_nri_hook)", "integration_nri_hook");
-    // What the plugin makes at CreateContainer: a directory per container
-    // with the two copies, empty.
+    // What the plugin makes at CreateContainer: a directory per container,
+    // root's and 0700 (create::make_files_dir), with the two copies, empty.
     fs::create_directories(copies());
-    fs::permissions(copies(), fs::perms(0711));
+    fs::permissions(copies(), fs::perms(0700));
     for (const auto& c : specshim::passwd::kCopies) write_file(copies() / c.bundle_name, "", 0644);
     write_file(config, "");
     b.set_user(10001, 10001);
@@ -170,23 +170,31 @@ TEST_CASE("nri-hook: a uid the image lacks gets its entry in the copies the runt
   CHECK(trimmed(read_file(pod.observed / "copy-size")) == "0");
 }
 
-TEST_CASE("nri-hook: uid 0, left alone by the modifier, gets the image's own files byte for byte") {
+TEST_CASE("nri-hook: uid 0, left alone by the modifier, gets the image's own files byte for byte in root's copies") {
   HookPod pod(GENERATE(as<std::string>{}, "runc-1.1", "runc-1.3", "crun"));
-  // No newline at the end, a mode of the image's own: copied as they are.
+  // No newline at the end: copied as it is. A setuid, world-writable file
+  // of uid 4242: its content is copied, its mode and owner are not.
   const std::string passwd = std::string(kImagePasswd) + "daemon:x:1:1:daemon:/usr/sbin:/bin/false";
   const std::string group = std::string(kImageGroup) + "daemon:x:1:\n";
-  write_file(pod.b.rootfs() / "etc/passwd", passwd, 0640);
+  write_file(pod.b.rootfs() / "etc/passwd", passwd);
   write_file(pod.b.rootfs() / "etc/group", group);
-  REQUIRE(::chmod((pod.b.rootfs() / "etc/passwd").c_str(), 0640) == 0);
+  REQUIRE(::chown((pod.b.rootfs() / "etc/passwd").c_str(), 4242, 4242) == 0);
+  REQUIRE(::chmod((pod.b.rootfs() / "etc/passwd").c_str(), 06777) == 0);
   pod.b.set_user(0, 0);
-  auto r = pod.run("id -un; cat /etc/passwd; echo ---; cat /etc/group");
+  auto r = pod.run("id -un; cat /etc/passwd; echo ---; cat /etc/group; stat -c '%u:%g %a' /etc/passwd");
   INFO(pod.name << ": " << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out == "root\n" + passwd + "---\n" + group);
+  CHECK(r.out == "root\n" + passwd + "---\n" + group + "0:0 644\n");
   CHECK(pod.copy("specshim-passwd") == passwd);
   CHECK(pod.copy("specshim-group") == group);
-  CHECK((stat_of(pod.copies() / "specshim-passwd").st_mode & 07777) == 0640);
-  CHECK((stat_of(pod.copies() / "specshim-group").st_mode & 07777) == 0644);
+  for (const char* name : {"specshim-passwd", "specshim-group"}) {
+    INFO(name);
+    struct stat st = stat_of(pod.copies() / name);
+    CHECK((st.st_mode & 07777) == 0644);
+    CHECK(st.st_uid == 0);
+    CHECK(st.st_gid == 0);
+  }
+  CHECK((stat_of(pod.copies()).st_mode & 07777) == 0700);
 }
 
 TEST_CASE("nri-hook: in a user namespace, uid 10001 gets its entry in a copy container root owns") {

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "error_of.h"
 #include "specshim/error.h"
 #include "tempdir.h"
 
@@ -68,7 +69,7 @@ TEST_CASE("create core: a spec in memory is modified with no bundle on disk, its
   CHECK(test::read_file(files / "specshim-passwd").find(":10001:10001:") != std::string::npos);
   struct stat st {};
   REQUIRE(::stat(files.c_str(), &st) == 0);
-  CHECK((st.st_mode & 07777) == 0711);
+  CHECK((st.st_mode & 07777) == 0700);  // only root, who bind-mounts the files, goes in
   CHECK_FALSE(stdfs::exists(state / "config.json"));
 }
 
@@ -104,4 +105,25 @@ TEST_CASE("create core: a bundle directory names config.json when it cannot be p
   test::write_file(dir / "config.json", "{\"ociVersion\": ");
   create::BundleDir bundle(dir.path());
   REQUIRE_THROWS_WITH(modify(bundle), Catch::Contains("parse `" + (dir / "config.json").string() + "`"));
+}
+
+TEST_CASE("create core: a direct request nested 60,000 deep fails the create cleanly, naming the annotation") {
+  TempDir dir;
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  Json spec = {{"ociVersion", "1.1.0"},
+               {"process", {{"args", {"sh"}}, {"cwd", "/"}}},
+               {"root", {{"path", "rootfs"}}},
+               {"annotations", {{"specshim.io/pod", "team-a/trainer"}, {"nvidia.com/gpu", deep}}}};
+  test::write_file(dir / "config.json", spec.dump());
+  const std::string config =
+      "[chain]\norder = [\"device-plugin\"]\n[device-plugin]\nenabled = true\n"
+      "kubelet-root = \"" +
+      (dir / "kubelet").string() +
+      "\"\n[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\nproviders = [\"direct\"]\n";
+  auto doc = config::Document::parse(config, "c.toml");
+  auto root = doc.root();
+  create::BundleDir bundle(dir.path());
+  std::string msg = test::described_error([&] { create::modify(bundle, root, Context{}); });
+  CHECK_THAT(msg, Catch::Contains("annotation `nvidia.com/gpu`: nested deeper than 512 levels"));
+  CHECK(msg.size() < 1024);
 }

@@ -261,6 +261,16 @@ TEST_CASE("parse_device_ids: a JSON list of printable IDs, repeats dropped") {
   CHECK_THAT(error_of<Error>([] { parse_device_ids("a.com/g", R"([""])"); }), Contains("is not a non-empty string"));
 }
 
+TEST_CASE("parse_device_ids: a list nested 60,000 deep is refused by depth, one 512 deep quoted short") {
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  CHECK(error_of<Error>([&] { parse_device_ids("a.com/g", deep); }) ==
+        "annotation `a.com/g`: nested deeper than 512 levels");
+  const std::string at_limit = std::string(512, '[') + std::string(512, ']');
+  CHECK(error_of<Error>([&] { parse_device_ids("a.com/g", at_limit); }) ==
+        "annotation `a.com/g`: device ID " + std::string(117, '[') +
+            "... is not a non-empty string of printable characters");
+}
+
 TEST_CASE("prepare_answer: containerd's shapes for mounts, devices and rules") {
   PreparedAnswer p = prepare_answer(gpu_answer(), fake_node);
   REQUIRE(p.mounts.size() == 2);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim-nri's passwd copies ([nri] passwd-hook): what CreateContainer
 // adds to the adjustment and makes on disk (nri/src/passwd_hook.h). The hook
-// that fills the copies runs in test/integration/nri_hook_test.cpp.
+// that fills the copies runs in test/integration/nri_hook_test.cpp; what it
+// writes (specshim/passwd_copies.h) is checked here too.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "passwd_hook.h"
+#include "specshim/passwd_copies.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;
@@ -43,7 +46,7 @@ TEST_CASE("nri passwd copies: two empty read-only copies mounted and a createRun
   }
   struct stat dst {};
   REQUIRE(::stat(dir.c_str(), &dst) == 0);
-  CHECK((dst.st_mode & 07777) == 0711);
+  CHECK((dst.st_mode & 07777) == 0700);
 
   REQUIRE(adj.mounts_size() == 2);
   CHECK(adj.mounts(0).destination() == "/etc/passwd");
@@ -81,4 +84,72 @@ TEST_CASE("nri passwd copies: a pod's own mount over the databases stays and no 
   api::ContainerAdjustment adj;
   CHECK(specshim::nri::add_passwd_copies(view_with_mounts(Json::array({{{"destination", "/etc/passwd.d"}}})), dir, nri,
                                          "/c.toml", adj));
+}
+
+TEST_CASE("nri passwd copies: a directory found with another mode is left 0700") {
+  specshim::test::TempDir tmp;
+  NriSettings nri;
+  nri.state_dir = (tmp.path() / "state").string();
+  const fs::path dir = tmp.path() / "state" / "c1";
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms(0755));
+  api::ContainerAdjustment adj;
+  REQUIRE(specshim::nri::add_passwd_copies(view_with_mounts(Json::array()), dir, nri, "/c.toml", adj));
+  struct stat st {};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
+TEST_CASE("nri passwd copies: the image's own files fill root's 0644 copies, never with the image's mode or owner") {
+  if (::geteuid() != 0) {
+    WARN("needs root: the copies are chowned");
+    return;
+  }
+  specshim::test::TempDir tmp;
+  NriSettings nri;
+  nri.state_dir = (tmp.path() / "state").string();
+  const fs::path dir = tmp.path() / "state" / "c1";
+  const fs::path bundle = tmp.path() / "bundle";
+  // A setuid, setgid, world-writable /etc/passwd and a private /etc/group,
+  // neither root's: uid 0 is left alone by the modifier, so the copies hold
+  // these files' content.
+  const std::string passwd = "root:x:0:0:root:/root:/bin/sh\nx:x:4242:4242::/:/bin/sh\n";
+  specshim::test::write_file(bundle / "rootfs/etc/passwd", passwd);
+  specshim::test::write_file(bundle / "rootfs/etc/group", "root:x:0:\n");
+  REQUIRE(::chown((bundle / "rootfs/etc/passwd").c_str(), 4242, 4242) == 0);
+  REQUIRE(::chmod((bundle / "rootfs/etc/passwd").c_str(), 06777) == 0);
+  REQUIRE(::chown((bundle / "rootfs/etc/group").c_str(), 4243, 4243) == 0);
+  REQUIRE(::chmod((bundle / "rootfs/etc/group").c_str(), 0600) == 0);
+
+  Json mounts = Json::array();
+  api::ContainerAdjustment adj;
+  REQUIRE(specshim::nri::add_passwd_copies(view_with_mounts(mounts), dir, nri, "/c.toml", adj));
+  for (const auto& m : adj.mounts())
+    mounts.push_back({{"destination", m.destination()}, {"type", "bind"}, {"source", m.source()}});
+  // A copy someone left with a mode of its own gets kCopyMode back too.
+  REQUIRE(::chown((dir / "specshim-group").c_str(), 4242, 4242) == 0);
+  REQUIRE(::chmod((dir / "specshim-group").c_str(), 04755) == 0);
+  Spec spec = Spec::parse(Json{
+      {"ociVersion", "1.1.0"},
+      {"process", {{"user", {{"uid", 0}, {"gid", 0}}}, {"args", {"sh"}}, {"cwd", "/"}}},
+      {"root", {{"path", "rootfs"}}},
+      {"mounts", mounts}}.dump());
+  auto doc = specshim::config::Document::parse("", "c.toml");
+  auto root = doc.root();
+  auto table = root.section("passwd");
+  specshim::passwd::fill_copies(table, spec, bundle, dir);
+
+  CHECK(specshim::test::read_file(dir / "specshim-passwd") == passwd);
+  CHECK(specshim::test::read_file(dir / "specshim-group") == "root:x:0:\n");
+  for (const char* name : {"specshim-passwd", "specshim-group"}) {
+    INFO(name);
+    struct stat st {};
+    REQUIRE(::stat((dir / name).c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0644);
+    CHECK(st.st_uid == 0);
+    CHECK(st.st_gid == 0);
+  }
+  struct stat dst {};
+  REQUIRE(::stat(dir.c_str(), &dst) == 0);
+  CHECK((dst.st_mode & 07777) == 0700);
 }

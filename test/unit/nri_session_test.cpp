@@ -146,6 +146,19 @@ TEST_CASE("nri session: a Service throwing a Status fails the call with that cod
   CHECK(resp.status().message() == "too many");
 }
 
+TEST_CASE("nri session: a Service throwing what is no std::exception fails the call with code 2, the next is served") {
+  FakeService service;
+  service.fail_create_unknown = true;
+  Runtime runtime(service);
+  runtime.register_plugin();
+  auto resp = runtime.call(1, "CreateContainer", create_request("c1"));
+  CHECK(resp.status().code() == 2);
+  CHECK(resp.status().message() == "CreateContainer: unknown error");
+  CHECK(resp.payload().empty());
+  payload_of<api::ConfigureResponse>(runtime.call(3, "Configure", configure_request()));
+  CHECK(runtime.ended() == "the runtime closed the connection");
+}
+
 TEST_CASE("nri session: an unknown method gives 12 method Foo, an unknown service 12 service X") {
   FakeService service;
   Runtime runtime(service);

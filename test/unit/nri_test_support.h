@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the specshim-nri tests share (nri_frames_test.cpp, nri_session_test.cpp):
-// bytes laid out by hand the way containerd's Go side writes them (frames are
-// built and taken apart here, not with frames.h's readers), the runtime's end
-// of a socketpair with serve() running on the other, and a fake Service that
-// records what it was asked.
+// What the specshim-nri tests share (nri_frames_test.cpp, nri_session_test.cpp,
+// nri_plugin_test.cpp): bytes laid out by hand the way containerd's Go side
+// writes them (frames are built and taken apart here, not with frames.h's
+// readers), the runtime's end of a socketpair with serve() running on the
+// other, and a fake Service that records what it was asked.
 #pragma once
 
 #include <poll.h>
@@ -108,6 +108,7 @@ class FakeService final : public specshim::nri::Service {
   api::CreateContainerResponse adjustment;
   std::optional<std::string> fail_create;                   // thrown as specshim::Error
   std::optional<specshim::nri::Status> fail_create_status;  // thrown as is
+  bool fail_create_unknown = false;                         // throws what is no std::exception
 
   std::int32_t configure(const api::ConfigureRequest& req) override {
     std::lock_guard lock(mu_);
@@ -125,6 +126,7 @@ class FakeService final : public specshim::nri::Service {
     }
     if (fail_create) throw specshim::Error(*fail_create);
     if (fail_create_status) throw *fail_create_status;
+    if (fail_create_unknown) throw 42;
     return adjustment;
   }
   void removed(const api::Container& c) override {
@@ -171,11 +173,12 @@ struct Message {
 };
 
 // Runtime is containerd's end of the socket, with serve() running on the
-// other end in a thread. Its destructor hangs up, which makes serve return,
-// so a failed REQUIRE never leaves the thread behind.
+// other end in a thread, answering with service (a FakeService, or the real
+// Plugin). Its destructor hangs up, which makes serve return, so a failed
+// REQUIRE never leaves the thread behind.
 class Runtime {
  public:
-  Runtime(FakeService& service, Registration reg = {}) : reg_(std::move(reg)) {
+  Runtime(specshim::nri::Service& service, Registration reg = {}) : reg_(std::move(reg)) {
     int fds[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
     fd_ = fds[0];

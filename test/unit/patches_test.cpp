@@ -102,6 +102,9 @@ TEST_CASE("patches config errors name the patch, the op and the line") {
       {"bad value-json", one("  { op = \"add\", path = \"/a\", value-json = '{\"a\": }' },"),
        "line 4: `patches[0].ops[0].value-json`: patch `p` ops[0] (add /a): parse error at line 1, column 7: syntax "
        "error while parsing value"},
+      {"deep value-json",
+       one("  { op = \"add\", path = \"/a\", value-json = '" + std::string(513, '[') + std::string(513, ']') + "' },"),
+       "line 4: `patches[0].ops[0].value-json`: patch `p` ops[0] (add /a): nested deeper than 512 levels"},
       {"from on add", one("  { op = \"add\", path = \"/a\", from = \"/b\", value = 1 },"),
        "`patches[0].ops[0].from`: patch `p` ops[0] (add): takes no from"},
       {"relative pointer", one("  { op = \"remove\", path = \"linux/sysctl\" },"),

@@ -29,6 +29,30 @@ T json_field(const Json& j, const char* key, const std::string& where) {
   }
 }
 
+// kMaxJsonDepth bounds how deeply JSON specshim reads may nest arrays and
+// objects: the DOM's copy, comparison and dump recurse once per level. OCI
+// specs nest about six levels.
+inline constexpr int kMaxJsonDepth = 512;
+
+// check_json_depth throws Error "what: nested deeper than <max> levels" when
+// text, read as JSON, opens more than max arrays and objects at once
+// (brackets inside strings do not count). It only scans: malformed text is
+// the parser's to refuse.
+void check_json_depth(std::string_view text, std::string_view what, int max = kMaxJsonDepth);
+
+// parse_json reads JSON text that comes from outside specshim (an
+// annotation's value, a file, a program's output) with nlohmann's strict
+// parser, after check_json_depth. Throws Error "what: <cause>"; with
+// allow_exceptions false, malformed text gives a discarded value instead
+// (is_discarded()), but too deep a nesting still throws.
+Json parse_json(std::string_view text, std::string_view what, bool allow_exceptions = true);
+
+// shown_json shows a JSON value in a message: a string as shown() does, any
+// other value as compact JSON (invalid UTF-8 replaced). Text over max bytes
+// is cut to max - 3 (never half a character) and "...". Only what is kept
+// is written, so a value of any depth or size is safe to show.
+std::string shown_json(const Json& j, std::size_t max = 120);
+
 // Spec owns the parsed document plus what is needed to write it back the way
 // it came: the indentation style and the exact text of any number whose
 // canonical form differs from the input (1e3, 1.50, 18446744073709551616).

@@ -74,8 +74,8 @@ class SpecInMemory final : public Bundle {
   SpecInMemory(Spec spec, std::filesystem::path files_dir) : spec_(std::move(spec)), dir_(std::move(files_dir)) {}
   const std::filesystem::path& dir() const override { return dir_; }
   Spec read() override { return spec_; }
-  // store writes the files into the directory (made 0711 when absent) and
-  // keeps the spec.
+  // store writes the files into the directory (make_files_dir) and keeps
+  // the spec.
   void store(const Outcome& out) override;
   const Spec& spec() const { return spec_; }
 
@@ -83,6 +83,12 @@ class SpecInMemory final : public Bundle {
   Spec spec_;
   std::filesystem::path dir_;
 };
+
+// make_files_dir makes a front-end's directory for one container's files
+// (SpecInMemory's; specshim-nri's state-dir/<id>) with any missing parents,
+// and leaves it mode 0700, made now or found: only root, as whom the runtime
+// bind-mounts from it, goes in. Throws Error.
+void make_files_dir(const std::filesystem::path& dir);
 
 // modify reads bundle's spec and runs chain on it with ctx, whose bundle and
 // kind it fills in. Nothing is stored. Throws Error with context.

@@ -5,7 +5,9 @@
 // container, and an OCI createRuntime hook (`specshim nri-hook`) fills them
 // in place once the bundle and rootfs exist, before the process starts: with
 // what the modifier makes of the real spec and the image's files, or the
-// image's own file where the modifier leaves the container alone.
+// image's own file's content where the modifier leaves the container alone.
+// A copy is always mode 0644 and root's (the modifier's, in a user namespace,
+// container root's): never the image's mode or owner.
 #pragma once
 
 #include <filesystem>

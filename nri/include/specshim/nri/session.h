@@ -21,7 +21,8 @@ constexpr std::int32_t event_bit(api::Event e) {
 }
 
 // Status is a call's failure as ttRPC carries it: a gRPC code and a message.
-// A Service throws it (or Error, sent as FailedPrecondition) to fail a call.
+// A Service throws it (or Error, sent as FailedPrecondition; anything else is
+// Unknown) to fail a call: the call fails, the connection stays.
 struct Status {
   int code;
   std::string message;
@@ -29,6 +30,7 @@ struct Status {
 inline constexpr int kFailedPrecondition = 9;
 inline constexpr int kResourceExhausted = 8;
 inline constexpr int kUnimplemented = 12;
+inline constexpr int kUnknown = 2;
 
 // Service answers the runtime's calls. Its answers must come within the
 // runtime's request timeout (2 s by default): a late answer makes the
