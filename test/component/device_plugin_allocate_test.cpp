@@ -108,7 +108,7 @@ struct Run {
     return v;
   }
   ChainResult operator()(Spec& spec) {
-    ctx.kind = kind_of(spec);
+    ctx.kind = pod_identity::kind_of(spec);
     return chain.run(spec, ctx);
   }
 };

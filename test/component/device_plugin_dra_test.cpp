@@ -90,7 +90,7 @@ struct DraNode {
     top.finish();
     Context ctx;
     ctx.container_id = "ctr-1";
-    ctx.kind = kind_of(spec);
+    ctx.kind = pod_identity::kind_of(spec);
     return chain.run(spec, ctx);
   }
 };

@@ -10,6 +10,7 @@
 #include "error_of.h"
 #include "specshim/chain.h"
 #include "specshim/error.h"
+#include "specshim/pod_identity.h"
 
 using namespace specshim;
 using namespace specshim::cpuset;
@@ -215,7 +216,7 @@ struct Node {
     Chain chain(std::move(v), 8);
     Context ctx;
     ctx.container_id = "sib";
-    ctx.kind = kind_of(spec);
+    ctx.kind = pod_identity::kind_of(spec);
     ChainResult r = chain.run(spec, ctx);
     last_change = cpuset->last_change();
     return r;
