@@ -6,7 +6,7 @@
 // fixed, harmless set.
 //
 // The readers are called on that spec directly (identify, parse_device_ids,
-// cdi::requested_devices, kind_of, patches::recorded), then the chain of
+// cdi::requested_devices, pod_identity::kind_of, patches::recorded), then the chain of
 // every modifier that reads annotations runs on it in dry-run mode. Each
 // either reads the value or refuses it with specshim::Error; any other
 // exception, a crash or a sanitizer report is a finding. One key per input
@@ -23,6 +23,7 @@
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/patches.h"
+#include "specshim/pod_identity.h"
 
 using namespace specshim;
 
@@ -40,8 +41,10 @@ std::vector<std::string> keys() {
                                 "specshim.io/passwd-home",
                                 std::string(patches::kRecordAnnotation),
                                 "example.com/patch-me"};
-  for (const auto& row : kCriKeys)
-    for (const char* key : {row.kind, row.pod_namespace, row.pod_name, row.pod_uid, row.container}) k.push_back(key);
+  for (const auto* row : pod_identity::kEngines)
+    for (std::string_view key : {row->kind, row->pod_namespace, row->pod_name, row->pod_uid, row->container})
+      k.emplace_back(key);
+  k.emplace_back(pod_identity::kCrioLabels);
   return k;
 }
 
@@ -88,7 +91,7 @@ void readers(const Spec& spec, const std::string& key, std::string_view value) {
   refused([&] { device_plugin::identify(spec); });
   refused([&] { device_plugin::parse_device_ids(key, value); });
   refused([&] { cdi::requested_devices(spec); });
-  refused([&] { kind_of(spec); });
+  refused([&] { pod_identity::kind_of(spec); });
   refused([&] { patches::recorded(spec); });
 }
 
