@@ -157,7 +157,7 @@ TEST_CASE("pod_identity: privileged is every capability and a rule allowing ever
   Json sys_admin = privileged_spec();
   sys_admin["process"]["capabilities"]["bounding"] = {"CAP_CHOWN", "CAP_SYS_ADMIN"};
   CHECK_FALSE(privileged(Spec::parse(sys_admin.dump())));
-  CHECK_FALSE(privileged(Spec::parse(privileged_spec({"CAP_AUDIT_READ"}).dump())));
+  CHECK_FALSE(privileged(Spec::parse(privileged_spec({"CAP_CHOWN"}).dump())));
   // Every capability (capabilities.add: [ALL]) under the default deny rule.
   CHECK_FALSE(
       privileged(Spec::parse(privileged_spec({}, Json::array({{{"allow", false}, {"access", "rwm"}}})).dump())));

@@ -109,7 +109,9 @@ Identity identify(const Spec& spec);
 
 // privileged tells a container its engine made privileged, as containerd
 // and CRI-O write `privileged: true`: device rules that allow every device
-// (allows_all) and a bounding set with every capability (caps::kEveryKernel).
+// (allows_all) and a bounding set with every capability of caps::kEveryKernel
+// that this process holds (containerd gives a privileged container all of
+// its own, and its runtime holds the same: a node in a container may lack some).
 // CAP_SYS_ADMIN alone, or `capabilities: add: [ALL]`, is not privileged: such
 // a container is bound by its grant. A privileged pod on a handler with
 // privileged_without_host_devices (and not ..._all_devices_allowed) gets no
