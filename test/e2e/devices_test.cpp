@@ -120,9 +120,10 @@ TEST_CASE("CRI: specshim attach gives a running CRI container a CDI device it ca
   const std::string config = cdi_fixture(c);
   c.set_specshim_config(config);
   Pod pod(c, "attach-pod");
-  // The workload waits for its device to appear and be usable, then exits.
+  // The workload waits for its device and the device's mount to appear (attach
+  // makes the node before the mount), then uses both and exits.
   auto cfg = container_config("main",
-                              "while ! test -c /dev/accel0; do sleep 0.05; done; "
+                              "while ! test -c /dev/accel0 || ! test -e /mnt/cdi/hello; do sleep 0.05; done; "
                               "head -c 4 /dev/accel0 | od -An -tx1 && echo attached-opens; cat /mnt/cdi/hello");
   const std::string id = pod.create(cfg);
   c.cri().start_container(id);

@@ -364,7 +364,8 @@ TEST_CASE("NRI: with NVIDIA's runtime as the handler, a baked `all` without a gr
   auto ran = pod.run(main);
   CHECK(ran.status.exit_code() == 0);
   CHECK(log_text(ran.log) == "stdout: nodes:\nstdout: void\n");
-  CHECK(nvidia.handed() == "void\n");
+  // The pod's sandbox (no variable), then its container.
+  CHECK(nvidia.handed() == "unset\nvoid\n");
 }
 
 TEST_CASE("NRI: a pod env that repeats NVIDIA_VISIBLE_DEVICES, which NRI cannot make inert, is refused") {
@@ -441,7 +442,9 @@ TEST_CASE("NRI: reconcile moves a device given at create between containers of a
   const std::string second = pod.create(container_config("second", "exec sleep 600"));
   c.cri().start_container(second);
   auto opens = [&](const std::string& id) {
-    auto r = c.cri().exec_sync(id, {"/bin/sh", "-c", "(exec 3>/dev/accel-hot) 2>/dev/null && echo open || echo no"});
+    // A device node that opens for writing; `exec 3>` alone would make a file where none is.
+    auto r = c.cri().exec_sync(
+        id, {"/bin/sh", "-c", "[ -c /dev/accel-hot ] && (exec 3>/dev/accel-hot) 2>/dev/null && echo open || echo no"});
     return r.stdout();
   };
   // The plugin's chain gave `first` its device at create; its grant is in
