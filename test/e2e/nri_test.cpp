@@ -19,6 +19,7 @@
 #include "containerd_harness.h"
 #include "e2e_util.h"
 #include "harness_cleanup.h"
+#include "runtimes.h"
 
 using namespace specshim::e2e;
 using nlohmann::json;
@@ -84,24 +85,7 @@ struct NvidiaRuntime {
   specshim::test::TempDir dir;
   fs::path script = dir / "nvidia-container-runtime";
   fs::path record = dir / "handed";
-  NvidiaRuntime() {
-    specshim::test::write_file(
-        script,
-        "#!/bin/sh\n"
-        "bundle=.; prev=\n"
-        "for a in \"$@\"; do case \"$prev\" in --bundle|-b) bundle=$a ;; esac; prev=$a; done\n"
-        "case \" $* \" in *\" create \"*)\n"
-        "  python3 -c 'import json,sys\n"
-        "env = json.load(open(sys.argv[1])).get(\"process\", {}).get(\"env\", [])\n"
-        "vals = [e.split(\"=\", 1)[1] for e in env if e.startswith(\"NVIDIA_VISIBLE_DEVICES=\")]\n"
-        "print(vals[-1] if vals else \"unset\")' \"$bundle/config.json\" >>'" +
-            record.string() +
-            "' ;;\n"
-            "esac\n"
-            "exec '" +
-            tier().runtime.string() + "' \"$@\"\n",
-        0755);
-  }
+  NvidiaRuntime() { specshim::test::write_file(script, specshim::test::nvidia_stand_in(record, tier().runtime), 0755); }
   std::string handed() const { return read_or_empty(record); }
 };
 

@@ -16,6 +16,7 @@
 
 #include "container.h"
 #include "fake_kubelet.h"
+#include "runtimes.h"
 #include "specshim/caps.h"
 #include "specshim/kubelet/types.h"
 #include "tempdir.h"
@@ -191,6 +192,12 @@ std::string refused_log(const Host& host, const BusyboxBundle& b, const std::str
 
 const std::string kPlugin = "NVIDIA_VISIBLE_DEVICES=" + kGpu[0] + "," + kGpu[1];
 
+// kNoGpuVoid is the probe of a container that got no GPU and whose
+// variable ends inert.
+const std::string kNoGpuVoid =
+    "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
+    "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n";
+
 // kEveryCapability is what containerd's privileged: true adds to its defaults
 // (cri_bundle's): every capability of a 3.16+ kernel.
 const std::vector<std::string> kEveryCapability = {
@@ -252,18 +259,14 @@ TEST_CASE("env-devices: CAP_SYS_ADMIN alone is not privileged: without a grant i
   Host host;
   host.grant("uid-other", {2});
   BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, {"CAP_SYS_ADMIN"});
-  REQUIRE(run_probe(host, b) ==
-          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
-          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(run_probe(host, b) == kNoGpuVoid);
 }
 
 TEST_CASE("env-devices: an unprivileged container without a grant and the image's `all` runs with no GPU, void") {
   Host host;
   host.grant("uid-other", {2});
   BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
-  REQUIRE(run_probe(host, b) ==
-          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
-          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(run_probe(host, b) == kNoGpuVoid);
 }
 
 // ---- NVIDIA's runtime after specshim (install-on-host.sh --chain) ----
@@ -275,19 +278,7 @@ struct NvidiaStandIn {
   fs::path script, record;
   explicit NvidiaStandIn(const Host& host)
       : script(host.tmp / "nvidia-container-runtime"), record(host.tmp / "handed") {
-    write_file(script,
-               "#!/bin/sh\n"
-               "bundle=.; prev=\n"
-               "for a in \"$@\"; do case \"$prev\" in --bundle|-b) bundle=$a ;; esac; prev=$a; done\n"
-               "case \" $* \" in *\" create \"*|*\" run \"*)\n"
-               "  python3 -c 'import json,sys\n"
-               "env = json.load(open(sys.argv[1])).get(\"process\", {}).get(\"env\", [])\n"
-               "vals = [e.split(\"=\", 1)[1] for e in env if e.startswith(\"NVIDIA_VISIBLE_DEVICES=\")]\n"
-               "print(vals[-1] if vals else \"unset\")' \"$bundle/config.json\" >>" +
-                   record.string() +
-                   " ;;\n"
-                   "esac\n"
-                   "exec runc \"$@\"\n");
+    write_file(script, nvidia_stand_in(record, "runc"));
     fs::permissions(script, fs::perms(0755));
   }
   std::string config(const Host& host, const std::string& extra = "") const {
@@ -301,9 +292,7 @@ TEST_CASE("env-devices --chain: an image's baked `all` without a grant reaches N
   host.grant("uid-other", {2});
   NvidiaStandIn nvidia(host);
   BusyboxBundle b = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"});
-  REQUIRE(run_probe(host, b, nvidia.config(host)) ==
-          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
-          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(run_probe(host, b, nvidia.config(host)) == kNoGpuVoid);
   REQUIRE(nvidia.handed() == "void\n");
 }
 
@@ -311,9 +300,7 @@ TEST_CASE("env-devices --chain: outside-kubernetes = \"ignore\" hands NVIDIA's r
   Host host;
   NvidiaStandIn nvidia(host);
   BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "outside", Json::object());
-  REQUIRE(run_probe(host, b, nvidia.config(host, "outside-kubernetes = \"ignore\"\n")) ==
-          "nvidia0 absent\nnvidia1 absent\nnvidia2 absent\nnvidiactl absent\n"
-          "nodes:\nown 1:11 denied\nNVIDIA_VISIBLE_DEVICES=void\n");
+  REQUIRE(run_probe(host, b, nvidia.config(host, "outside-kubernetes = \"ignore\"\n")) == kNoGpuVoid);
   REQUIRE(nvidia.handed() == "void\n");
 }
 

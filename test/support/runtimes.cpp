@@ -78,4 +78,20 @@ void free_cgroup2_controllers(const std::string& error_prefix, const std::string
   (void)done;
 }
 
+std::string nvidia_stand_in(const std::filesystem::path& record, const std::filesystem::path& runtime) {
+  return "#!/bin/sh\n"
+         "bundle=.; prev=\n"
+         "for a in \"$@\"; do case \"$prev\" in --bundle|-b) bundle=$a ;; esac; prev=$a; done\n"
+         "case \" $* \" in *\" create \"*|*\" run \"*)\n"
+         "  python3 -c 'import json,sys\n"
+         "env = json.load(open(sys.argv[1])).get(\"process\", {}).get(\"env\", [])\n"
+         "vals = [e.split(\"=\", 1)[1] for e in env if e.startswith(\"NVIDIA_VISIBLE_DEVICES=\")]\n"
+         "print(vals[-1] if vals else \"unset\")' \"$bundle/config.json\" >>'" +
+         record.string() +
+         "' ;;\n"
+         "esac\n"
+         "exec '" +
+         runtime.string() + "' \"$@\"\n";
+}
+
 }  // namespace specshim::test

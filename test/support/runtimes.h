@@ -34,4 +34,10 @@ std::filesystem::path runtime_binary(const std::string& name, const std::string&
 // the line printed to stderr for each controller moved with log_prefix.
 void free_cgroup2_controllers(const std::string& error_prefix, const std::string& log_prefix);
 
+// nvidia_stand_in is the text of a script that stands in for NVIDIA's
+// runtime: on create or run it appends the NVIDIA_VISIBLE_DEVICES the
+// bundle's config.json hands it (the last entry, as NVIDIA's runtime reads
+// it; "unset" without one) to record, then execs runtime with its arguments.
+std::string nvidia_stand_in(const std::filesystem::path& record, const std::filesystem::path& runtime);
+
 }  // namespace specshim::test
