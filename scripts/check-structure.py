@@ -8,10 +8,10 @@ Fails (exit 1), naming each offending file, when:
   - a file includes a header from another library's src/ (each library
     exposes its include/ only);
   - a library includes a header of a library it must not depend on: the
-    layers are base at the bottom, kubelet-client over it, spec-modifiers
-    over them, live (the hot-plug engine resolves CDI devices with the
-    modifiers' readers) over that, the front-ends (shim, nri) on top (LAYERS
-    below);
+    layers are base at the bottom, kubelet-client over it, node (what the
+    node has and what was granted) over them, spec-modifiers and live (the
+    hot-plug engine) side by side on node, the front-ends (shim, nri) on top
+    (LAYERS below);
   - the includes form a circle between modules (a module is foo.h with
     foo.cpp beside it: checkpoint.cpp -> wire.h -> ... -> checkpoint.h);
   - a source file (library or test) is longer than MAX_LINES lines.
@@ -27,11 +27,12 @@ MAX_LINES = 600
 LAYERS = {
     "base": set(),
     "kubelet-client": {"base"},
-    "spec-modifiers": {"base", "kubelet-client"},
-    "live": {"base", "kubelet-client", "spec-modifiers"},
-    "shim": {"base", "kubelet-client", "spec-modifiers", "live"},
+    "node": {"base", "kubelet-client"},
+    "spec-modifiers": {"base", "kubelet-client", "node"},
+    "live": {"base", "kubelet-client", "node"},
+    "shim": {"base", "kubelet-client", "node", "spec-modifiers", "live"},
     # The second front-end, beside the shim: the create core through NRI.
-    "nri": {"base", "kubelet-client", "spec-modifiers"},
+    "nri": {"base", "kubelet-client", "node", "spec-modifiers"},
 }
 TESTS = "test"
 SOURCE = re.compile(r"\.(cpp|h|c)$")

@@ -18,16 +18,15 @@
 #include <ctime>
 #include <set>
 
-#include "specshim/cdi.h"
 #include "specshim/command.h"
-#include "specshim/create.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/host_device.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
-#include "specshim/nvidia_gpus.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/nvidia_gpus.h"
 
 namespace specshim::live::attach {
 namespace {

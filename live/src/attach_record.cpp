@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <limits>
 
-#include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
+#include "specshim/node/nri_status.h"
 #include "specshim/spec.h"
 
 namespace specshim::live::attach {

@@ -17,8 +17,8 @@
 #include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
+#include "specshim/node/nri_status.h"
 #include "specshim/nri/plugin.h"
-#include "specshim/nri_status.h"
 
 namespace specshim::nri {
 namespace {
@@ -36,7 +36,7 @@ void to_stderr(log::Level level, std::string_view msg) {
                static_cast<int>(msg.size()), msg.data());
 }
 
-// g_registered is the registration file (specshim/nri_status.h), removed
+// g_registered is the registration file (specshim/node/nri_status.h), removed
 // when a signal ends the plugin so that doctor does not read it as registered.
 char g_registered[4096];
 

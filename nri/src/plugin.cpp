@@ -13,7 +13,7 @@
 #include "specshim/deadline.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
-#include "specshim/nri_status.h"
+#include "specshim/node/nri_status.h"
 
 namespace specshim::nri {
 namespace {

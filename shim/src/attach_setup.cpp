@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "attach.h"
 #include "runtime.h"
+#include "specshim/allocation_sources.h"
 
 namespace specshim::shim::attach {
 
@@ -12,7 +13,7 @@ Setup setup_of(const ConfigFile& config, const std::string& root) {
 std::unique_ptr<Bound> bound_of(const ConfigFile& config, const std::string& proc) {
   if (config.hotplug.bound == hotplug::Bound::none) return nullptr;
   auto root = config.doc.root();
-  auto sources = pod_allocation::read_sources(root, proc);
+  auto sources = allocation_sources(root, proc);
   auto lookup = pod_allocation::helper_lookup(sources);
   return std::make_unique<Bound>(std::move(sources), std::move(lookup));
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // specshim reconcile: make every live container have what the desired-state
 // file wants for it. For each created or running container under --root, the
-// wants the file lists for it (specshim/hotplug.h keys: "device H:C:P",
+// wants the file lists for it (specshim/node/hotplug.h keys: "device H:C:P",
 // "gpu UUID", "cdi NAME") are handed to the hot-plug engine
 // (specshim/live/reconcile.h), which attaches the missing ones and detaches
 // the extra ones reconcile gave; this file picks each container's wants and
@@ -28,10 +28,10 @@
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/host_device.h"
-#include "specshim/hotplug.h"
 #include "specshim/modifier.h"
-#include "specshim/nvidia_gpus.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/hotplug.h"
+#include "specshim/node/nvidia_gpus.h"
+#include "specshim/node/pod_allocation.h"
 #include "verb_cli.h"
 #include "verbs.h"
 
@@ -153,10 +153,10 @@ class Reconciler {
     Spec spec = Spec::parse(fs::read_regular_file(c.bundle / "config.json", kMaxSpecBytes));
     // A pod sandbox runs no workload: the hotplug modifier gives it nothing
     // at create, and no entry selects it here either.
-    device_plugin::Identity identity;
+    pod_identity::Identity identity;
     try {
       if (pod_identity::kind_of(spec) == ContainerKind::sandbox) return true;
-      identity = device_plugin::identify(spec);
+      identity = pod_identity::identify(spec);
     } catch (const Error&) {
       // A malformed specshim.io/pod, or identity keys that disagree, select by id only.
     }

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/config_file.h"
 
-#include <algorithm>
-#include <cctype>
-
-#include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim {
 
@@ -30,44 +27,6 @@ Settings read_settings(config::Section& root) {
     if (!found) logt.fail("level", "must be one of trace, debug, info, warn, error, off");
   }
   logt.finish();
-  return s;
-}
-
-bool NriSettings::is_container_id(const std::string& id) {
-  return !id.empty() && id.size() <= 128 && id[0] != '.' && std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-
-std::filesystem::path NriSettings::container_dir(const std::string& id) const {
-  if (!is_container_id(id)) throw Error("container id `" + id + "` is not a name specshim-nri keeps files under");
-  return std::filesystem::path(state_dir) / id;
-}
-
-NriSettings read_nri_settings(config::Section& root) {
-  NriSettings s;
-  auto nri = root.section("nri");
-  auto absolute = [&](const char* key, std::string& out) {
-    if (auto v = nri.string(key)) {
-      if (v->empty() || (*v)[0] != '/') nri.fail(key, "must be an absolute path");
-      out = *v;
-    }
-  };
-  absolute("socket", s.socket);
-  absolute("state-dir", s.state_dir);
-  absolute("hook-binary", s.hook_binary);
-  s.passwd_hook = nri.boolean("passwd-hook").value_or(s.passwd_hook);
-  if (auto index = nri.string("index")) {
-    // NRI takes exactly two digits (CheckPluginIndex).
-    if (index->size() != 2 || !isdigit(static_cast<unsigned char>((*index)[0])) ||
-        !isdigit(static_cast<unsigned char>((*index)[1])))
-      nri.fail("index", "must be two digits, \"00\" to \"99\"");
-    s.index = *index;
-  }
-  if (auto ms = nri.integer("answer-margin-ms", 50, 60000)) s.answer_margin = std::chrono::milliseconds(*ms);
-  if (auto globs = nri.strings("pod-annotations")) s.pod_annotations = std::move(*globs);
-  if (auto handlers = nri.strings("shim-handlers")) s.shim_handlers = std::move(*handlers);
-  nri.finish();
   return s;
 }
 

@@ -20,17 +20,17 @@
 #include "cpuset_modifier.h"
 #include "kubelet_modifier.h"
 #include "specshim/error.h"
-#include "specshim/kubelet_session.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/kubelet_session.h"
 
 namespace specshim::cpuset {
 namespace {
 
-using device_plugin::Identity;
 using device_plugin::kDevicesFrom;
 using device_plugin::kDevicesFromPod;
 using device_plugin::kPod;
+using pod_identity::Identity;
 
 // quoted shows a list's text in a message when it is short and printable.
 std::string quoted(std::string_view text) {
@@ -302,7 +302,7 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
   bool pod_sync = pod_value && *pod_value != "false";
   if (!from && !pod_sync) return;
 
-  s.id = device_plugin::identify(spec);
+  s.id = pod_identity::identify(spec);
   s.target = target_name(s.id, ctx.container_id);
   if (s.id.cri) {
     log::debug("cpuset: {}: created through CRI, the kubelet's CPU manager owns its cpuset; left alone", s.target);
@@ -334,11 +334,11 @@ void Cpuset::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_cpuset(config::Section& s, Shared& shared) {
-  auto config = cpuset::read_config(s, shared.kubelet_keys);
+std::unique_ptr<Modifier> make_cpuset(config::Section& s, const ChainPlan& plan, KubeletSessions& sessions) {
+  auto config = cpuset::read_config(s, plan.kubelet_keys);
   if (!config) return nullptr;
   return std::make_unique<cpuset::Cpuset>(std::move(*config),
-                                          shared.kubelet.helper_session(config->kubelet_root, config->budget));
+                                          sessions.helper_session(config->kubelet_root, config->budget));
 }
 
 }  // namespace specshim

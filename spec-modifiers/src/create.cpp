@@ -6,7 +6,7 @@
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
-#include "specshim/pod_identity.h"
+#include "specshim/node/pod_identity.h"
 #include "specshim/registry.h"
 
 namespace specshim::create {

@@ -17,11 +17,11 @@
 
 #include "device_plugin_modifier.h"
 #include "kubelet_modifier.h"
-#include "specshim/cdi.h"
 #include "specshim/error.h"
-#include "specshim/kubelet_session.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/kubelet_session.h"
 
 namespace specshim::device_plugin {
 namespace {
@@ -72,11 +72,11 @@ struct DevicePlugin::State {
   std::vector<std::string> changes;                            // what the last apply merged
   std::optional<std::string> dra_asked;                        // the DRA sources resolved, "from\npod-sync"
   std::vector<std::pair<std::string, std::string>> dra_names;  // CDI name, where it came from
-  std::shared_ptr<const std::set<std::string>> voided_env;     // Shared::voided_env
+  std::set<std::string> voided_env;                            // ChainPlan::voided_env
 
   // Per apply.
   Context* ctx = nullptr;
-  Identity id;
+  pod_identity::Identity id;
   std::string target;  // "container `main` of pod `ns/p`"
 
   kubelet::KubeletClient& kubelet() { return session->client(); }
@@ -130,7 +130,7 @@ struct DevicePlugin::State {
       throw Error("read the env the kubelet's device plugins set for " + target + " (protect-env, " +
                   kubelet::checkpoint_file(config.kubelet_root).string() + "): " + e.what());
     }
-    if (protect_env(spec, answers, config.protect_env, *voided_env, target))
+    if (protect_env(spec, answers, config.protect_env, voided_env, target))
       changes.push_back("dropped env entries that overrode plugin env (protect-env = \"drop\")");
   }
 
@@ -510,12 +510,12 @@ DevicePlugin::DevicePlugin(Config config, ClientFactory make_client, NodeLookup 
 }
 
 DevicePlugin::DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup,
-                           std::shared_ptr<const std::set<std::string>> voided_env)
+                           std::set<std::string> voided_env)
     : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
   state_->session = std::move(session);
   state_->lookup = std::move(lookup);
-  state_->voided_env = voided_env ? std::move(voided_env) : std::make_shared<const std::set<std::string>>();
+  state_->voided_env = std::move(voided_env);
 }
 
 DevicePlugin::~DevicePlugin() = default;
@@ -533,7 +533,7 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
   s.changes.clear();
   if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   s.ctx = &ctx;
-  s.id = identify(spec);
+  s.id = pod_identity::identify(spec);
   s.target = target_name(s.id, ctx.container_id);
 
   // Direct requests are read from the annotations as this pass found them.
@@ -561,12 +561,12 @@ void DevicePlugin::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_device_plugin(config::Section& s, Shared& shared) {
-  auto config = device_plugin::read_config(s, shared.kubelet_keys);
+std::unique_ptr<Modifier> make_device_plugin(config::Section& s, const ChainPlan& plan, KubeletSessions& sessions) {
+  auto config = device_plugin::read_config(s, plan.kubelet_keys);
   if (!config) return nullptr;
-  return std::make_unique<device_plugin::DevicePlugin>(
-      std::move(*config), shared.kubelet.helper_session(config->kubelet_root, config->budget),
-      device_plugin::stat_host_node, shared.voided_env);
+  return std::make_unique<device_plugin::DevicePlugin>(std::move(*config),
+                                                       sessions.helper_session(config->kubelet_root, config->budget),
+                                                       device_plugin::stat_host_node, plan.voided_env);
 }
 
 }  // namespace specshim

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/userns.h"
 #include "specshim/text.h"
-#include "specshim/userns.h"
 
 namespace specshim::device_plugin {
 namespace {
@@ -199,25 +199,6 @@ HostNode stat_host_node(const std::string& host_path) {
                   static_cast<std::uint32_t>(st.st_mode & 07777),
                   st.st_uid,
                   st.st_gid};
-}
-
-Grant granted(const kubelet::AllocateResponse& answer, std::string_view resource, std::string_view source) {
-  Grant g;
-  g.resource = resource;
-  g.source = source;
-  g.envs.assign(answer.envs.begin(), answer.envs.end());
-  for (const auto& m : answer.mounts) g.mounts.push_back(m.container_path);
-  g.cdi_devices = answer.cdi_devices;
-  for (const auto& [key, value] : answer.annotations) {
-    if (key.rfind(cdi::kAnnotationPrefix, 0) != 0) continue;
-    for (std::size_t start = 0; start <= value.size();) {
-      std::size_t comma = value.find(',', start);
-      g.cdi_devices.push_back(value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return g;
 }
 
 bool protect_env(Spec& spec, const std::vector<Grant>& answers, ProtectEnv policy, const std::set<std::string>& voided,

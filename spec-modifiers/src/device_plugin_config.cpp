@@ -7,7 +7,7 @@
 #include "kubelet_modifier.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/node/kubelet_session.h"
 
 namespace specshim::device_plugin {
 namespace {

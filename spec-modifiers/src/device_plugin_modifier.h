@@ -21,9 +21,9 @@ class DevicePlugin final : public Modifier {
  public:
   DevicePlugin(Config config, ClientFactory make_client, NodeLookup lookup = stat_host_node);
   // voided_env names the variables env-devices ends with `<ENV>=void`
-  // (Shared::voided_env): protect-env lets that entry be.
+  // (ChainPlan::voided_env): protect-env lets that entry be.
   DevicePlugin(Config config, std::shared_ptr<KubeletSession> session, NodeLookup lookup = stat_host_node,
-               std::shared_ptr<const std::set<std::string>> voided_env = nullptr);
+               std::set<std::string> voided_env = {});
   ~DevicePlugin() override;
 
   std::string_view name() const override { return "device-plugin"; }

@@ -16,7 +16,7 @@
 #include "specshim/host_device.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
-#include "specshim/userns.h"
+#include "specshim/node/userns.h"
 
 namespace specshim {
 namespace {

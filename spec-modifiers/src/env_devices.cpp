@@ -13,15 +13,14 @@
 
 #include <algorithm>
 
-#include "cdi/cdi_internal.h"
 #include "env_devices_modifier.h"
 #include "kubelet_modifier.h"
-#include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/cdi.h"
 #include "specshim/registry.h"
 #include "specshim/text.h"
 
@@ -302,7 +301,7 @@ struct EnvDevices::State {
   std::vector<std::string> changes;
 
   // Per decision.
-  device_plugin::Identity id;
+  pod_identity::Identity id;
   std::string target;
 
   // own_grants are the container's checkpoint answers (the session reads
@@ -312,7 +311,7 @@ struct EnvDevices::State {
     if (!id.cri || id.uid.empty() || id.container.empty()) return grants;
     try {
       for (const auto& entry : session.checkpoint(id.uid, id.container))
-        if (entry.alloc) grants.push_back(device_plugin::granted(*entry.alloc, entry.resource, "the checkpoint"));
+        if (entry.alloc) grants.push_back(specshim::granted(*entry.alloc, entry.resource, "the checkpoint"));
     } catch (const kubelet::Error& err) {
       throw Error("read the devices the kubelet granted " + target + " from " +
                   kubelet::checkpoint_file(e.kubelet_root).string() + ": " + err.what());
@@ -433,7 +432,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
     // ignored, and made inert for the runtime after specshim.
     bool sandbox = ctx.kind == ContainerKind::sandbox;
     if (!sandbox) {
-      s.id = device_plugin::identify(spec);
+      s.id = pod_identity::identify(spec);
       s.target = target_name(s.id, ctx.container_id);
     }
     for (std::size_t i = 0; i < s.entries.size(); ++i) {
@@ -470,13 +469,13 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_env_devices(config::Section& s, Shared& shared) {
+std::unique_ptr<Modifier> make_env_devices(config::Section& s, const ChainPlan& plan, KubeletSessions& sessions) {
   if (!s.lists("env-devices", "variable")) return nullptr;
-  auto entries = env_devices::read_entries(s, shared.kubelet_keys);
-  if (entries.empty()) return nullptr;
-  for (const auto& e : entries)
-    if (e.after == env_devices::After::void_value) shared.voided_env->insert(e.env);
-  return std::make_unique<env_devices::EnvDevices>(std::move(entries), shared.kubelet);
+  // The plan read and checked the entries (device-plugin needs their `after`
+  // before any modifier is built): mark them read in this view too.
+  s.only("env-devices");
+  if (plan.env_devices.empty()) return nullptr;
+  return std::make_unique<env_devices::EnvDevices>(plan.env_devices, sessions);
 }
 
 }  // namespace specshim

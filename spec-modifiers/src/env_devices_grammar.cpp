@@ -3,9 +3,9 @@
 // runtime reads its variable, and the one table of the vendors specshim knows.
 #include <algorithm>
 
-#include "cdi/cdi_internal.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 #include "specshim/text.h"
 
 namespace specshim::env_devices {

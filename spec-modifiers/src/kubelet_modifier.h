@@ -8,7 +8,7 @@
 
 #include "specshim/config.h"
 #include "specshim/device_plugin.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/node/kubelet_session.h"
 
 namespace specshim {
 
@@ -28,7 +28,7 @@ Config read_enabled_kubelet_keys(config::Section& s, const KubeletKeys& kubelet)
 // target_name names the container a spec belongs to in messages: "container
 // `ctr-1` of pod `ns/p`". Outside CRI it goes by its container ID, or
 // "(unnamed)", and the pod is left out when none is known.
-inline std::string target_name(const device_plugin::Identity& id, const std::string& container_id) {
+inline std::string target_name(const pod_identity::Identity& id, const std::string& container_id) {
   std::string name = !id.container.empty() ? id.container : container_id.empty() ? "(unnamed)" : container_id;
   return "container `" + name + "`" + (id.pod.empty() ? "" : " of pod `" + id.pod.str() + "`");
 }

@@ -12,13 +12,13 @@
 #include <filesystem>
 #include <optional>
 
-#include "specshim/container_match.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/container_match.h"
+#include "specshim/node/userns.h"
 #include "specshim/passwd_copies.h"
-#include "specshim/userns.h"
 
 namespace specshim {
 namespace {

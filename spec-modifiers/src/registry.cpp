@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <string>
 
+#include "specshim/allocation_sources.h"
 #include "specshim/error.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/hotplug.h"
 
 namespace specshim {
 
@@ -15,7 +18,7 @@ namespace {
 
 // alone adapts the factory of a modifier that shares nothing.
 template <std::unique_ptr<Modifier> (*make)(config::Section&)>
-std::unique_ptr<Modifier> alone(config::Section& section, Shared&) {
+std::unique_ptr<Modifier> alone(config::Section& section, const ChainPlan&, KubeletSessions&) {
   return make(section);
 }
 
@@ -60,46 +63,68 @@ std::vector<std::string> default_order() {
   return order;
 }
 
-Chain build_chain(config::Section& root) {
+bool ChainPlan::lists(std::string_view name) const {
+  return std::find(order.begin(), order.end(), name) != order.end();
+}
+
+ChainPlan plan_chain(config::Section& root) {
+  ChainPlan plan;
   // A key left out means its default, whether or not its table is there: a
   // [chain] table of comments alone (the shipped file) keeps the default order.
-  std::vector<std::string> order = default_order();
-  std::int64_t max_passes = 8;
+  plan.order = default_order();
   if (auto chain = root.table("chain")) {
-    if (auto o = chain->strings("order")) order = *o;
-    if (auto m = chain->integer("max-passes", 1, 64)) max_passes = *m;
+    if (auto o = chain->strings("order")) plan.order = *o;
+    if (auto m = chain->integer("max-passes", 1, 64)) plan.max_passes = static_cast<int>(*m);
     chain->finish();
-    for (const auto& name : order) {
+    for (const auto& name : plan.order) {
       auto known = std::find_if(registry().begin(), registry().end(), [&](auto& e) { return e.name == name; });
       if (known == registry().end()) chain->fail("order", "unknown modifier `" + name + "`");
-      if (std::count(order.begin(), order.end(), name) > 1)
+      if (std::count(plan.order.begin(), plan.order.end(), name) > 1)
         chain->fail("order", "modifier `" + name + "` listed twice");
     }
   }
-
-  std::vector<std::unique_ptr<Modifier>> modifiers;
-  Shared shared;  // each modifier keeps what it uses
   config::Section kubelet = root.section("kubelet");
-  shared.kubelet_keys = read_kubelet_table(kubelet);
-  shared.root = &root;
+  plan.kubelet_keys = read_kubelet_table(kubelet);
+  plan.kubelet_configured = hotplug::kubelet_configured(root);
+  if (root.kind("env-devices") == config::Kind::array) {
+    auto view = root.only("env-devices");
+    plan.env_devices = env_devices::read_entries(view, plan.kubelet_keys);
+  }
+  if (plan.lists("env-devices"))
+    for (const auto& e : plan.env_devices)
+      if (e.after == env_devices::After::void_value) plan.voided_env.insert(e.env);
+  if (plan.lists("cdi")) {
+    auto cdi = root.section("cdi");
+    plan.cdi = cdi::read_spec_dirs(cdi).has_value();
+  }
+  if (auto hotplug = root.table("hotplug");
+      hotplug && hotplug->kind("enabled") == config::Kind::boolean && hotplug->boolean("enabled") == true)
+    plan.allocation = allocation_sources(root, "/proc");
+  return plan;
+}
+
+Chain build_chain(config::Section& root) {
+  const ChainPlan plan = plan_chain(root);
+  KubeletSessions sessions;  // each modifier that asks the kubelet keeps the session it uses
+  std::vector<std::unique_ptr<Modifier>> modifiers;
   for (const auto& e : registry()) {
     // Every modifier's table is validated, even when it is not in the order.
     // A modifier written as a list of rules ([[name]]) reads them from a view
     // of the root that sees only its key.
     config::Section section = root.kind(e.name) == config::Kind::array ? root.only(e.name) : root.section(e.name);
-    std::unique_ptr<Modifier> m = e.make(section, shared);
+    std::unique_ptr<Modifier> m = e.make(section, plan, sessions);
     section.finish();
-    if (m && std::find(order.begin(), order.end(), e.name) != order.end()) modifiers.push_back(std::move(m));
+    if (m && plan.lists(e.name)) modifiers.push_back(std::move(m));
   }
-  *shared.cdi_on = std::any_of(modifiers.begin(), modifiers.end(), [](auto& m) { return m->name() == "cdi"; });
   std::stable_sort(modifiers.begin(), modifiers.end(), [&](auto& a, auto& b) {
-    return std::find(order.begin(), order.end(), a->name()) < std::find(order.begin(), order.end(), b->name());
+    return std::find(plan.order.begin(), plan.order.end(), a->name()) <
+           std::find(plan.order.begin(), plan.order.end(), b->name());
   });
   if (std::string problem = feed_order_problem(modifiers); !problem.empty()) {
     if (auto chain = root.table("chain")) chain->fail("order", problem);
     throw Error("the default chain order: " + problem);  // a bug in registry()
   }
-  return Chain(std::move(modifiers), static_cast<int>(max_passes));
+  return Chain(std::move(modifiers), plan.max_passes);
 }
 
 ChainFacts facts_of(const Chain& chain) {

@@ -7,17 +7,19 @@ script=${1:?usage: structure_catches.sh CHECK_STRUCTURE_PY}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# A tree that follows the rules: base under spec-modifiers, live over it, shim on top.
+# A tree that follows the rules: base under node, spec-modifiers and live
+# side by side on node, shim on top.
 good() {
   rm -rf "$tmp/tree"
-  mkdir -p "$tmp/tree"/{base,kubelet-client,spec-modifiers,live,shim}/{include/specshim,src} "$tmp/tree/test"
+  mkdir -p "$tmp/tree"/{base,kubelet-client,node,spec-modifiers,live,shim}/{include/specshim,src} "$tmp/tree/test"
   cd "$tmp/tree"
   printf '#pragma once\n' > base/include/specshim/error.h
   printf '#include "specshim/error.h"\n' > base/src/error.cpp
   printf '#pragma once\n' > base/src/private.h
-  printf '#pragma once\n#include "specshim/error.h"\n' > spec-modifiers/include/specshim/chain.h
+  printf '#pragma once\n#include "specshim/error.h"\n' > node/include/specshim/grant.h
+  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/grant.h"\n' > spec-modifiers/include/specshim/chain.h
   printf '#include "specshim/chain.h"\n' > spec-modifiers/src/chain.cpp
-  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/chain.h"\n' > live/include/specshim/container.h
+  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/grant.h"\n' > live/include/specshim/container.h
   printf '#include "specshim/container.h"\n#include "specshim/chain.h"\n' > shim/src/main.cpp
 }
 
@@ -48,6 +50,14 @@ fails_with 'base/src/error.cpp: includes "specshim/chain.h" of spec-modifiers, w
 good  # downward but against the order: spec-modifiers includes live (live stands on spec-modifiers)
 printf '#include "specshim/container.h"\n' >> spec-modifiers/src/chain.cpp
 fails_with 'spec-modifiers/src/chain.cpp: includes "specshim/container.h" of live, which spec-modifiers must not depend on'
+
+good  # sideways: live includes a modifier header (both stand on node)
+printf '#include "specshim/chain.h"\n' >> live/include/specshim/container.h
+fails_with 'live/include/specshim/container.h: includes "specshim/chain.h" of spec-modifiers, which live must not depend on'
+
+good  # down past its floor: node includes a modifier header
+printf '#include "specshim/chain.h"\n' >> node/include/specshim/grant.h
+fails_with 'node/include/specshim/grant.h: includes "specshim/chain.h" of spec-modifiers, which node must not depend on'
 
 good  # a circle: a.cpp -> b.h, b.cpp -> a.h
 printf '#pragma once\n' > base/src/a.h

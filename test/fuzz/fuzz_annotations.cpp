@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "fuzz_support.h"
-#include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/pod_identity.h"
 #include "specshim/patches.h"
-#include "specshim/pod_identity.h"
 
 using namespace specshim;
 
@@ -88,7 +88,7 @@ void readers(const Spec& spec, const std::string& key, std::string_view value) {
     } catch (const Error&) {
     }
   };
-  refused([&] { device_plugin::identify(spec); });
+  refused([&] { pod_identity::identify(spec); });
   refused([&] { device_plugin::parse_device_ids(key, value); });
   refused([&] { cdi::requested_devices(spec); });
   refused([&] { pod_identity::kind_of(spec); });

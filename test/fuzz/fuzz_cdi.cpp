@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 namespace {
 namespace fs = std::filesystem;

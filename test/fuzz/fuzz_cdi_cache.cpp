@@ -9,8 +9,8 @@
 #include <string_view>
 #include <variant>
 
-#include "specshim/cdi_cache.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi_cache.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace specshim;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the desired-state file of declarative hot-plug (specshim/hotplug.h,
+// Fuzzes the desired-state file of declarative hot-plug (specshim/node/hotplug.h,
 // read by every create when [hotplug] is on, and by `specshim reconcile`) and
 // the grant file the hotplug modifier leaves in a bundle. A parsed file has
 // entries with a line, either a pod or an id, canonical device arguments and
@@ -20,13 +20,13 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/cdi.h"
 #include "specshim/device_plugin.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
 #include "specshim/kubelet/errors.h"
-#include "specshim/nvidia_gpus.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/hotplug.h"
+#include "specshim/node/nvidia_gpus.h"
+#include "specshim/node/pod_allocation.h"
 
 using namespace specshim;
 using namespace specshim::hotplug;
@@ -64,7 +64,7 @@ void check_entry(const Desired& d, const Entry& e) {
   // Its own container selects it: duplicates are refused, so it is the only
   // one (a pod entry's container has no id an id entry could name).
   if (e.pod) {
-    device_plugin::Identity id;
+    pod_identity::Identity id;
     id.cri = true;
     id.pod = {e.pod->ns, e.pod->name};
     id.container = e.pod->container;
@@ -72,8 +72,8 @@ void check_entry(const Desired& d, const Entry& e) {
     id.cri = false;  // outside CRI a pod entry selects nothing
     if (select(d, "", id) != nullptr) std::abort();
   } else {
-    if (select(d, e.id, device_plugin::Identity{}) != &e) std::abort();
-    if (!e.selects(e.id, device_plugin::Identity{})) std::abort();
+    if (select(d, e.id, pod_identity::Identity{}) != &e) std::abort();
+    if (!e.selects(e.id, pod_identity::Identity{})) std::abort();
   }
 }
 
@@ -92,7 +92,7 @@ std::filesystem::path driver_list() {
   return dir;
 }
 
-void check_bound(const Entry& e, const device_plugin::Identity& box) {
+void check_bound(const Entry& e, const pod_identity::Identity& box) {
   static const std::filesystem::path proc = driver_list();
   static const std::vector<nvidia::Gpu> gpus = nvidia::read_gpus(proc);
   pod_allocation::Sources sources;
@@ -156,7 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_sharing(d, gpu_node);
   } catch (const Error&) {
   }
-  device_plugin::Identity box;
+  pod_identity::Identity box;
   box.cri = true;
   box.pod = {"dev", "box-7"};
   box.container = "main";

@@ -17,9 +17,9 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/cdi.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 using namespace specshim;
 using namespace specshim::env_devices;

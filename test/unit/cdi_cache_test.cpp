@@ -3,7 +3,7 @@
 // use and a failure's message, refuses anything that is not an entry for
 // exactly these bytes and this build, remembers a file that failed until its
 // bytes change, and ParseCache uses only a root-only directory of its own.
-#include "specshim/cdi_cache.h"
+#include "specshim/node/cdi_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

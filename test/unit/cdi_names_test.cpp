@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
-#include "specshim/cdi.h"
+#include "specshim/node/cdi.h"
 
 using namespace specshim::cdi;
 

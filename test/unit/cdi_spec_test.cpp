@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
-#include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/host_device.h"
+#include "specshim/node/cdi.h"
 #include "tempdir.h"
 
 using namespace specshim;

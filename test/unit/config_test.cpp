@@ -11,7 +11,7 @@
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/node/kubelet_session.h"
 #include "specshim/registry.h"
 #include "tempdir.h"
 #include "toml_prescan.h"

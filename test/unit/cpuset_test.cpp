@@ -10,7 +10,7 @@
 #include "error_of.h"
 #include "specshim/chain.h"
 #include "specshim/error.h"
-#include "specshim/pod_identity.h"
+#include "specshim/node/pod_identity.h"
 
 using namespace specshim;
 using namespace specshim::cpuset;

@@ -7,10 +7,13 @@
 
 #include "error_of.h"
 #include "specshim/error.h"
+#include "specshim/node/pod_identity.h"
 
 using namespace specshim;
 using namespace specshim::device_plugin;
 using Catch::Contains;
+using pod_identity::identify;
+using pod_identity::PodRef;
 using test::error_of;
 
 namespace {

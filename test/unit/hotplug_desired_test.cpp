@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The desired-state file of declarative hot-plug (specshim/hotplug.h): its
+// The desired-state file of declarative hot-plug (specshim/node/hotplug.h): its
 // YAML and JSON forms, what an entry wants and its keys, who it selects, the
 // sharing rule, every refusal with the file and the line; and [hotplug] config.
 #include <catch2/catch.hpp>
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "error_of.h"
-#include "specshim/cdi.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/hotplug.h"
 
 using namespace specshim;
 using namespace specshim::hotplug;
@@ -32,8 +32,8 @@ std::string failure(const std::string& text) {
   return described_error([&] { parse(text); });
 }
 
-device_plugin::Identity cri(const std::string& ns, const std::string& name, const std::string& container) {
-  device_plugin::Identity id;
+pod_identity::Identity cri(const std::string& ns, const std::string& name, const std::string& container) {
+  pod_identity::Identity id;
   id.cri = true;
   id.pod = {ns, name};
   id.container = container;
@@ -359,18 +359,18 @@ TEST_CASE("hotplug file: select picks the one entry for a container") {
 
   // A pod entry selects only containers created through CRI: the same names
   // from a specshim.io/pod annotation outside CRI select nothing.
-  device_plugin::Identity outside = cri("dev", "box-7", "main");
+  pod_identity::Identity outside = cri("dev", "box-7", "main");
   outside.cri = false;
   CHECK(select(d, "x1", outside) == nullptr);
   // An id entry selects by id, CRI or not.
-  e = select(d, "cafe", device_plugin::Identity{});
+  e = select(d, "cafe", pod_identity::Identity{});
   REQUIRE(e);
   CHECK(e->line == 3);
   e = select(d, "cafe", cri("other", "pod", "c"));
   REQUIRE(e);
   CHECK(e->line == 3);
-  CHECK(select(d, "caf", device_plugin::Identity{}) == nullptr);
-  CHECK(select(Desired{kFile, {}}, "cafe", device_plugin::Identity{}) == nullptr);
+  CHECK(select(d, "caf", pod_identity::Identity{}) == nullptr);
+  CHECK(select(Desired{kFile, {}}, "cafe", pod_identity::Identity{}) == nullptr);
 }
 
 TEST_CASE("hotplug file: two entries selecting one container is an error naming both lines") {

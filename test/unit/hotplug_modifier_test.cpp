@@ -14,8 +14,8 @@
 #include "specshim/chain.h"
 #include "specshim/config.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
 #include "specshim/log.h"
+#include "specshim/node/hotplug.h"
 #include "specshim/registry.h"
 #include "tempdir.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Declarative hot-plug's files on disk (specshim/hotplug.h): reading the
+// Declarative hot-plug's files on disk (specshim/node/hotplug.h): reading the
 // desired-state file under its lock file, and the grant file the hotplug
 // modifier leaves in a bundle.
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "error_of.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
-#include "specshim/hotplug.h"
+#include "specshim/node/hotplug.h"
 #include "tempdir.h"
 
 using namespace specshim;

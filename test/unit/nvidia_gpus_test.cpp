@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// specshim/nvidia_gpus.h: the driver's information files, a /proc tree of
+// specshim/node/nvidia_gpus.h: the driver's information files, a /proc tree of
 // them, and a UUID looked up (or refused, naming the GPUs there are).
-#include "specshim/nvidia_gpus.h"
+#include "specshim/node/nvidia_gpus.h"
 
 #include <catch2/catch.hpp>
 

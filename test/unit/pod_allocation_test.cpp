@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// specshim/pod_allocation.h: which host devices are accelerators and which
+// specshim/node/pod_allocation.h: which host devices are accelerators and which
 // of them the kubelet allocated to a pod, compared by device numbers. Real
 // nodes (mknod under a temp dir, as root), a checkpoint written by the
 // fakes' write_checkpoint, a CDI spec dir, a driver list under a fake
 // /proc, and PodResources answers from a lookup the test gives.
-#include "specshim/pod_allocation.h"
+#include "specshim/node/pod_allocation.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -15,6 +15,7 @@
 
 #include "fake_kubelet.h"
 #include "host_device.h"
+#include "specshim/allocation_sources.h"
 #include "specshim/config.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/errors.h"
@@ -81,7 +82,7 @@ struct Host {
       e.env = "KIND_VISIBLE_DEVICES";
       e.kind = "example.com/kind";
       e.resources = {"example.com/kind"};
-      s.env_devices.push_back(e);
+      s.env_lists.push_back(env_list(e));
     }
     return s;
   }

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // pod_identity: one engine's keys only, families that disagree fail closed,
 // CRI-O's labels, foreign keys in match tables, and what privileged means.
-#include "specshim/pod_identity.h"
+#include "specshim/node/pod_identity.h"
 
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
 #include "specshim/caps.h"
 #include "specshim/config.h"
-#include "specshim/container_match.h"
 #include "specshim/error.h"
+#include "specshim/node/container_match.h"
 
 using namespace specshim;
 using namespace specshim::pod_identity;

@@ -8,9 +8,9 @@
 
 #include "error_of.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
 #include "specshim/live/attach.h"
 #include "specshim/live/device_rules.h"
+#include "specshim/node/hotplug.h"
 #include "specshim/spec.h"
 #include "tempdir.h"
 

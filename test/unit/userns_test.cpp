@@ -2,7 +2,7 @@
 // userns.h: reading a spec's user namespace (its mappings, or the joined
 // namespace's from /proc), mapping ids both ways, and the device-node rules
 // cdi and device-plugin share in a user namespace.
-#include "specshim/userns.h"
+#include "specshim/node/userns.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,6 +2,7 @@
 // Spec is an OCI runtime spec (config.json) held as a lossless JSON DOM.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,6 +29,9 @@ T json_field(const Json& j, const char* key, const std::string& where) {
     throw Error(where + ": `" + key + "`: " + json_cause(e));
   }
 }
+
+// kMaxSpecBytes caps a config.json read from disk.
+inline constexpr std::size_t kMaxSpecBytes = 16 << 20;
 
 // kMaxJsonDepth bounds how deeply JSON specshim reads may nest arrays and
 // objects: the DOM's copy, comparison and dump recurse once per level. OCI

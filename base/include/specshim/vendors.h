@@ -22,7 +22,7 @@ struct Vendor {
   // shared: nodes the vendor's CDI spec gives with every device (spec-level)
   // that open no device of their own and no program needs: never required,
   // but no grant is needed for them either
-  std::vector<std::string_view> shared;
+  std::vector<std::string_view> shared = {};
 };
 const std::vector<Vendor>& vendors();
 

@@ -6,18 +6,18 @@
 // Get through the kubelet helper, within [kubelet] budget-ms, when the
 // kubelet's PodResources socket exists). Then the other way round: the
 // accelerator nodes any container can open (spec, hot-plug record,
-// privileged) beyond its grant (specshim/pod_allocation.h).
+// privileged) beyond its grant (specshim/node/pod_allocation.h).
 #include <algorithm>
 
 #include "diagnose/diagnose.h"
-#include "specshim/cdi.h"
 #include "specshim/device_rules.h"
 #include "specshim/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/errors.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/pod_allocation.h"
 
 namespace specshim::shim::diagnose {
 namespace {

@@ -8,7 +8,7 @@
 #include "diagnose/diagnose.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
-#include "specshim/pod_identity.h"
+#include "specshim/node/pod_identity.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -114,7 +114,7 @@ Container open_container(const Setup& setup, const std::string& id, const sfs::p
     c.record = live::attach::read_record(c.state.bundle, id);
     c.userns = userns::read(c.spec);
     try {
-      c.identity = device_plugin::identify(c.spec);
+      c.identity = pod_identity::identify(c.spec);
     } catch (const Error& e) {
       c.identity_error = e.what();  // the allocation layer says so; the other layers need no pod
     }

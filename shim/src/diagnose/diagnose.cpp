@@ -12,12 +12,13 @@
 
 #include "runtime.h"
 #include "settings.h"
-#include "specshim/cdi.h"
+#include "specshim/allocation_sources.h"
 #include "specshim/config.h"
 #include "specshim/config_file.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/hotplug.h"
+#include "specshim/node/kubelet_session.h"
 #include "verb_cli.h"
 #include "verbs.h"
 
@@ -38,7 +39,7 @@ Setup read_setup(const Options& o) {
   auto dp = device_plugin::read_table(device_plugin, keys);
   s.kubelet_root = dp.kubelet_root;
   s.kubelet_budget = dp.budget;
-  s.accelerators = pod_allocation::read_sources(root, config.hotplug.proc);
+  s.accelerators = allocation_sources(root, config.hotplug.proc);
   return s;
 }
 

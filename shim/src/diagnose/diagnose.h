@@ -22,9 +22,9 @@
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/inspect.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/pod_allocation.h"
+#include "specshim/node/userns.h"
 #include "specshim/spec.h"
-#include "specshim/userns.h"
 #include "specshim/vendors.h"
 #include "status.h"
 
@@ -94,7 +94,7 @@ struct Container {
   live::CgroupPlaces cgroups;
   std::vector<live::MountEntry> mounts;  // /proc/PID/mountinfo: the container's mount table
   std::filesystem::path sysfs = "/sys";
-  device_plugin::Identity identity;
+  pod_identity::Identity identity;
   std::string identity_error;  // why identify() refused the spec's annotations ("" when it did not)
 
   // owner_mapped: whether host ids uid:gid exist inside (always outside a user namespace).

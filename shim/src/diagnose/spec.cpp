@@ -6,8 +6,8 @@
 #include <set>
 
 #include "diagnose/diagnose.h"
-#include "specshim/cdi.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::shim::diagnose {
 namespace {

@@ -3,7 +3,7 @@
 // own loader (cdi::load_specs, JSON and YAML, the whole schema): each dir,
 // each file that does not load and why, device names two files define, and
 // the devices a create can use.
-#include "specshim/cdi.h"
+#include "specshim/node/cdi.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
-#include "specshim/cdi_cache.h"
 #include "specshim/env_devices.h"
+#include "specshim/node/cdi_cache.h"
 
 namespace specshim::shim::doctor {
 namespace {

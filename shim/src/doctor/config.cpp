@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
-#include "specshim/cdi.h"
 #include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/cdi.h"
 #include "specshim/patches.h"
 #include "specshim/registry.h"
 

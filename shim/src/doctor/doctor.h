@@ -14,7 +14,7 @@
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
 #include "specshim/error.h"
-#include "specshim/hotplug.h"
+#include "specshim/node/hotplug.h"
 #include "specshim/requirements.h"
 #include "status.h"
 

@@ -5,7 +5,7 @@
 // for mknod and for entering a mount namespace, and whether systemd owns
 // container cgroups (then DeviceAllow= is set too). Problems are warnings:
 // hot-plug is optional, a node that does not use it is healthy.
-#include "specshim/hotplug.h"
+#include "specshim/node/hotplug.h"
 
 #include "doctor/doctor.h"
 #include "specshim/caps.h"

@@ -10,7 +10,7 @@
 #include "doctor/doctor.h"
 #include "specshim/config.h"
 #include "specshim/fs.h"
-#include "specshim/nri_status.h"
+#include "specshim/node/nri_status.h"
 
 namespace specshim::shim::doctor {
 namespace {

@@ -16,9 +16,6 @@
 
 namespace specshim {
 
-// kMaxSpecBytes caps a config.json read from disk.
-inline constexpr std::size_t kMaxSpecBytes = 16 << 20;
-
 namespace create {
 
 // Outcome is what the chain made of one spec.

@@ -27,9 +27,9 @@
 
 #include "specshim/config.h"
 #include "specshim/kubelet/client.h"
-#include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
-#include "specshim/pod_identity.h"
+#include "specshim/node/kubelet_session.h"
+#include "specshim/node/pod_identity.h"
 #include "specshim/spec.h"
 
 namespace specshim::device_plugin {
@@ -101,11 +101,6 @@ struct Config {
 Config read_table(config::Section& s, const KubeletKeys& kubelet = {});
 std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet = {});
 
-// Who a spec belongs to: specshim/pod_identity.h, the one reader of it.
-using pod_identity::identify;
-using pod_identity::Identity;
-using pod_identity::PodRef;
-
 // parse_device_ids reads a direct request, a JSON list of device IDs such as
 // ["GPU-1","GPU-2"]. Throws Error naming the annotation.
 std::vector<std::string> parse_device_ids(std::string_view key, std::string_view value);
@@ -142,10 +137,6 @@ struct PreparedAnswer {
 // prepare_answer validates every field of an answer and looks up its device
 // nodes; it throws Error on the first bad one, before the spec is touched.
 PreparedAnswer prepare_answer(const kubelet::AllocateResponse& answer, const NodeLookup& lookup);
-
-// granted is what an answer gave, as env-devices reads it (Context::grants):
-// the CDI names of cdi.k8s.io/* annotations are split at commas.
-Grant granted(const kubelet::AllocateResponse& answer, std::string_view resource, std::string_view source);
 
 // merge_answer adds what the answer has and the spec lacks, and records
 // resource in specshim.io/resources. What is already there stays: an env or

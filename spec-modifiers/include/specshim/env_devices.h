@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "specshim/config.h"
-#include "specshim/kubelet_session.h"
 #include "specshim/modifier.h"
+#include "specshim/node/kubelet_session.h"
 
 namespace specshim::env_devices {
 
@@ -128,10 +128,7 @@ const Vendor& vendor_of(std::string_view env);
 std::vector<Entry> read_entries(config::Section& root, const KubeletKeys& kubelet = {});
 
 // Granted is what one answer granted, as qualified CDI names.
-struct Granted {
-  std::vector<std::string> names;
-  bool all = false;  // the plugin handed over `all`
-};
+using Granted = GrantedNames;
 
 // grant_of reads a grant: the entry's variable in the answer's env (the
 // volume-mounts dir as its value means: read the mounts), the mounts under

@@ -11,14 +11,13 @@
 #include <vector>
 
 #include "specshim/file_owner.h"
+#include "specshim/node/grant.h"
+#include "specshim/node/pod_identity.h"
 #include "specshim/spec.h"
 
 namespace specshim {
 
 struct ChainFacts;  // specshim/registry.h
-
-// ContainerKind tells a sandbox (pause) container from a workload container.
-enum class ContainerKind { unknown, sandbox, container };
 
 // BundleFile is a file a modifier wants next to config.json (a generated
 // /etc/passwd, say). It is written by the shim, atomically, only after the
@@ -27,21 +26,6 @@ struct BundleFile {
   std::string content;
   unsigned mode = 0644;
   std::optional<FileOwner> owner = std::nullopt;  // unset: root, who writes it
-};
-
-// Grant is what a device plugin's answer (or a DRA claim) gave the
-// container, as far as device lists go: device-plugin records every answer
-// it merged and every claim it handed over (so a sibling's grant is its
-// source's), env-devices reads the container's own from the kubelet's
-// checkpoint. It lives in memory only: no annotation can forge one.
-struct Grant {
-  std::string resource = {};                                   // nvidia.com/gpu; a claim: its driver
-  std::string source = {};                                     // "the checkpoint", "Allocate", "DRA claim `ns/c` …"
-  std::vector<std::pair<std::string, std::string>> envs = {};  // the answer's env, in key order
-  std::vector<std::string> mounts = {};                        // containerPath of each mount
-  std::vector<std::string> cdi_devices = {};                   // CdiDevices and cdi.k8s.io/* annotation values
-  bool claim = false;  // a DRA claim's CDI names: they count for every [[env-devices]] kind
-  bool operator==(const Grant&) const = default;
 };
 
 // DeviceRequest is a CDI request handed to the cdi modifier in memory, not

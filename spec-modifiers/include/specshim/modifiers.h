@@ -3,34 +3,48 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "specshim/config.h"
-#include "specshim/container_match.h"
-#include "specshim/kubelet_session.h"
+#include "specshim/env_devices.h"
 #include "specshim/modifier.h"
+#include "specshim/node/container_match.h"
+#include "specshim/node/kubelet_session.h"
+#include "specshim/node/pod_allocation.h"
 
 namespace specshim {
 
-// Shared is what build_chain hands the factories of modifiers that work
-// together, before any of them runs.
-struct Shared {
-  KubeletKeys kubelet_keys;  // [kubelet]: what device-plugin, cpuset and env-devices start from
-  KubeletSessions kubelet;   // device-plugin, cpuset, env-devices: one session per kubelet
-  // The variables env-devices ends with `<ENV>=void` once it handed their
-  // devices to cdi: device-plugin's protect-env takes that entry for
-  // specshim's own, not for a tenant's override. Filled as env-devices is
-  // built, read at creates.
-  std::shared_ptr<std::set<std::string>> voided_env = std::make_shared<std::set<std::string>>();
-  // Whether the cdi modifier is in the chain (set once every modifier is
-  // built): hotplug hands it the desired-state file's CDI names only then.
-  std::shared_ptr<bool> cdi_on = std::make_shared<bool>(false);
-  // The config's root while build_chain runs the factories, for a factory
-  // that reads other tables than its own (hotplug's bound: the resources
-  // device-plugin and env-devices know). Not kept past the factory.
-  config::Section* root = nullptr;
+// ChainPlan is what build_chain decides before any factory runs, and hands
+// every factory by const reference: no factory writes what another reads,
+// and no modifier object holds state another one changes.
+struct ChainPlan {
+  std::vector<std::string> order;   // [chain] order: the modifiers a chain may hold, in order
+  int max_passes = 8;               // [chain] max-passes
+  KubeletKeys kubelet_keys;         // [kubelet]: what device-plugin, cpuset and env-devices start from
+  bool kubelet_configured = false;  // the config says the node has a kubelet (hotplug::kubelet_configured)
+  bool cdi = false;                 // the cdi modifier is in the chain: listed in order, [cdi] not disabled
+  // env_devices are the [[env-devices]] entries, read once (env-devices'
+  // factory takes them from here); empty when env-devices is not listed.
+  std::vector<env_devices::Entry> env_devices;
+  // voided_env are the variables env-devices ends with `<ENV>=void` once it
+  // handed their devices to cdi (its entries with after = "void"):
+  // device-plugin's protect-env takes that entry for specshim's own, not for
+  // a tenant's override.
+  std::set<std::string> voided_env;
+  // allocation is where a pod's allocation is read from (the resources
+  // device-plugin and env-devices know, the CDI dirs): hotplug's bound. Read
+  // only when [hotplug] is enabled and listed; hotplug sets its own proc.
+  std::optional<pod_allocation::Sources> allocation;
+  bool lists(std::string_view name) const;
 };
+
+// plan_chain reads [chain] and what the plan needs of [kubelet],
+// [[env-devices]], [cdi] and [hotplug]. Throws config errors.
+ChainPlan plan_chain(config::Section& root);
 
 // PasswdScope is [passwd]'s `match` and `required`: which containers get
 // entries, and whether one whose entry cannot be ensured fails its create.
@@ -42,14 +56,17 @@ struct PasswdScope {
 PasswdScope read_passwd_scope(config::Section& section);
 
 // std::unique_ptr<Modifier> make_<name>(config::Section& section);
-// The modifiers that work together get what the chain shares.
+// The modifiers that ask the kubelet get the plan and the chain's sessions
+// (one per kubelet: a collaborator, not a wire between modifiers); hotplug
+// and device-plugin get the plan.
 std::unique_ptr<Modifier> make_passwd(config::Section& section);
 std::unique_ptr<Modifier> make_cdi(config::Section& section);
 std::unique_ptr<Modifier> make_devices_cgroup(config::Section& section);
-std::unique_ptr<Modifier> make_device_plugin(config::Section& section, Shared& shared);
-std::unique_ptr<Modifier> make_cpuset(config::Section& section, Shared& shared);
-std::unique_ptr<Modifier> make_env_devices(config::Section& section, Shared& shared);
+std::unique_ptr<Modifier> make_device_plugin(config::Section& section, const ChainPlan& plan,
+                                             KubeletSessions& sessions);
+std::unique_ptr<Modifier> make_cpuset(config::Section& section, const ChainPlan& plan, KubeletSessions& sessions);
+std::unique_ptr<Modifier> make_env_devices(config::Section& section, const ChainPlan& plan, KubeletSessions& sessions);
 std::unique_ptr<Modifier> make_requirements(config::Section& section);
 std::unique_ptr<Modifier> make_patches(config::Section& section);
-std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared);
+std::unique_ptr<Modifier> make_hotplug(config::Section& section, const ChainPlan& plan, KubeletSessions& sessions);
 }  // namespace specshim

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "specshim/config.h"
-#include "specshim/container_match.h"
 #include "specshim/modifier.h"
+#include "specshim/node/container_match.h"
 
 namespace specshim::patches {
 

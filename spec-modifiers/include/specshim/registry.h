@@ -17,12 +17,12 @@
 namespace specshim {
 
 // ModifierEntry names one modifier and how to build it from its config table
-// ([<name>] in config.toml; the table may be absent) and what the chain's
-// modifiers share (Shared). make returns nullptr when the modifier is
-// disabled by its config.
+// ([<name>] in config.toml; the table may be absent), the chain's plan
+// (ChainPlan) and the chain's kubelet sessions. make returns nullptr when
+// the modifier is disabled by its config.
 struct ModifierEntry {
   std::string_view name;
-  std::unique_ptr<Modifier> (*make)(config::Section& section, Shared& shared);
+  std::unique_ptr<Modifier> (*make)(config::Section& section, const ChainPlan& plan, KubeletSessions& sessions);
 };
 
 // registry lists every modifier in its default chain order.
@@ -32,9 +32,10 @@ const std::vector<ModifierEntry>& registry();
 // registry order.
 std::vector<std::string> default_order();
 
-// build_chain reads [chain] (order, max-passes) and each modifier's table from
-// root, builds the enabled modifiers in order and returns the chain. Throws
-// Error for unknown names, unknown keys and bad values.
+// build_chain plans the chain (plan_chain: [chain] order and max-passes,
+// what modifiers tell each other), reads each modifier's table from root,
+// builds the enabled modifiers in order and returns the chain. Throws Error
+// for unknown names, unknown keys and bad values.
 Chain build_chain(config::Section& root);
 
 // ChainFacts is what the modifiers of a chain were built from, for a verb

@@ -7,10 +7,11 @@
 // plugin's CDI spec of another kind opens the same /dev/nvidiaN. A visible
 // request (a nested runtime) counts `all` and indices among the devices
 // whose nodes are present here.
+#include "cdi_requests.h"
+
 #include <algorithm>
 #include <set>
 
-#include "cdi_internal.h"
 #include "specshim/error.h"
 #include "specshim/host_device.h"
 #include "specshim/log.h"
@@ -194,19 +195,6 @@ std::vector<std::string> seen_here(const DeviceRequest& r, const Registry& reg) 
 }
 
 }  // namespace
-
-bool present(const DeviceRef& ref) {
-  for (const auto& n : ref.device->edits.device_nodes) {
-    try {
-      HostDevice h = lstat_device(n.host_path.empty() ? n.path : n.host_path);
-      if (!n.type.empty() && (n.type == "b") != (h.type == 'b')) return false;
-      if (n.major != 0 && (n.major != h.major || n.minor != h.minor)) return false;
-    } catch (const Error&) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string kind_wanted(const std::string& kind) {
   return kind + "=";

@@ -18,7 +18,7 @@
 #include "specshim/live/attach_record.h"
 #include "specshim/live/process.h"
 #include "specshim/live/runtime_state.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/pod_allocation.h"
 #include "specshim/spec.h"
 
 namespace specshim::live::attach {

@@ -11,13 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/hotplug.h"
 #include "specshim/live/device_rules.h"
+#include "specshim/node/hotplug.h"
 #include "specshim/spec.h"
 
 namespace specshim::live::attach {
 
-// DeviceArg is `--device HOST[:CONTAINER[:PERMS]]` (specshim/hotplug.h).
+// DeviceArg is `--device HOST[:CONTAINER[:PERMS]]` (specshim/node/hotplug.h).
 using hotplug::canonical_permissions;
 using hotplug::DeviceArg;
 using hotplug::parse_device_arg;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reconcile one live container with the wants the desired-state file lists
-// for it (specshim/hotplug.h keys: "device H:C:P", "gpu UUID", "cdi NAME"),
+// for it (specshim/node/hotplug.h keys: "device H:C:P", "gpu UUID", "cdi NAME"),
 // through the hot-plug engine: the wants the record says reconcile holds
 // are compared with these; the missing ones are planned in, the extra ones
 // released, and the container is moved to the result in one transition, so

@@ -26,8 +26,8 @@
 #include <string_view>
 #include <variant>
 
-#include "specshim/cdi.h"
 #include "specshim/fs.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::cdi {
 

@@ -27,11 +27,11 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/device_plugin.h"
-#include "specshim/env_devices.h"
 #include "specshim/error.h"
+#include "specshim/kubelet/client.h"
 #include "specshim/kubelet/types.h"
+#include "specshim/node/grant.h"
+#include "specshim/node/pod_identity.h"
 #include "specshim/spec.h"
 
 namespace specshim::pod_allocation {
@@ -49,10 +49,19 @@ struct DeviceNumber {
 // or it is not a character or block device.
 std::optional<DeviceNumber> number_of(const std::string& path);
 
-// Sources is where the node's config says to look.
+// EnvList is an [[env-devices]] entry as the allocation reads an answer
+// through it: the answer's env list (and mounts) name devices of one CDI kind.
+struct EnvList {
+  std::string kind;                                       // vendor/class
+  std::function<bool(std::string_view resource)> counts;  // a resource whose answers it reads
+  std::function<GrantedNames(const Grant&)> read;         // what an answer gave it
+};
+
+// Sources is where the node's config says to look. spec-modifiers'
+// allocation_sources (specshim/allocation_sources.h) reads them from a config.
 struct Sources {
   std::vector<std::string> resources;                // [[device-plugin.resources]] names
-  std::vector<env_devices::Entry> env_devices;       // [[env-devices]]
+  std::vector<EnvList> env_lists;                    // [[env-devices]]
   std::optional<std::vector<std::string>> cdi_dirs;  // [cdi] spec-dirs; nullopt: CDI off
   std::filesystem::path proc = "/proc";              // <proc>/driver/nvidia/gpus
   std::filesystem::path kubelet_root = kubelet::kDefaultKubeletRoot;
@@ -60,13 +69,6 @@ struct Sources {
   // knows: resource is a [[device-plugin.resources]] name or counts for an [[env-devices]] entry.
   bool knows(std::string_view resource) const;
 };
-
-// read_sources reads them from a config's root: [kubelet], [device-plugin]
-// (its kubelet-root and budget-ms win, as for every verb that asks the
-// kubelet), [[env-devices]], [cdi]; proc is the driver's list's root
-// ([hotplug] proc, or a verb's --proc). Throws config errors; it does not
-// judge unknown keys (the chain and the verbs' readers do).
-Sources read_sources(config::Section& root, const std::string& proc);
 
 // Accelerator is one host device of a resource specshim knows.
 struct Accelerator {
@@ -137,9 +139,9 @@ class Node {
   // a pod PodResources does not know adds nothing (a note says so).
   // Throws Error naming the socket when PodResources does not answer in
   // time; the same error again for the same pod.
-  const Allocation& allocation(const device_plugin::PodRef& pod, const std::string& uid);
+  const Allocation& allocation(const pod_identity::PodRef& pod, const std::string& uid);
   // container_allocation is allocation() narrowed to one container.
-  Allocation container_allocation(const device_plugin::PodRef& pod, const std::string& uid,
+  Allocation container_allocation(const pod_identity::PodRef& pod, const std::string& uid,
                                   const std::string& container);
   // cdi_wants are the host nodes a CDI device brings (its own and its spec
   // file's), as wants named what; empty when no spec file defines it.
@@ -152,7 +154,7 @@ class Node {
 
 // Target is the container a want is for: its identity, or why it has none.
 struct Target {
-  device_plugin::Identity identity;
+  pod_identity::Identity identity;
   std::string identity_error;  // why identify() refused its annotations ("" when it did not)
 };
 Target target_of(const Spec& spec);

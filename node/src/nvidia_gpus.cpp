@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/nvidia_gpus.h"
+#include "specshim/node/nvidia_gpus.h"
 
 #include <algorithm>
 #include <charconv>

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "specshim/config.h"
-#include "specshim/device_plugin.h"
 #include "specshim/device_rules.h"
+#include "specshim/node/pod_identity.h"
 
 namespace specshim::hotplug {
 
@@ -39,7 +39,7 @@ std::optional<std::string> canonical_permissions(std::string_view p);
 
 // Bound is what hot-plug may give a container: anything (none), or an
 // accelerator only when the kubelet allocated it to a container of the
-// container's pod (pod_allocation, specshim/pod_allocation.h). reconcile,
+// container's pod (pod_allocation, specshim/node/pod_allocation.h). reconcile,
 // the modifier and attach all apply it.
 enum class Bound { none, pod_allocation };
 
@@ -91,7 +91,7 @@ struct Entry {
   // keys are the wants as reconcile records them: "device HOST:CONTAINER:PERMS",
   // "gpu UUID", "cdi NAME", in file order.
   std::vector<std::string> keys() const;
-  bool selects(const std::string& container_id, const device_plugin::Identity& identity) const;
+  bool selects(const std::string& container_id, const pod_identity::Identity& identity) const;
 };
 
 struct Desired {
@@ -128,7 +128,7 @@ void check_sharing(const Desired& d, const GpuNode& gpu_node = nullptr, const No
 
 // select returns the entry selecting the container, or nullptr. An id entry
 // and a pod entry both selecting it is an error naming both lines.
-const Entry* select(const Desired& d, const std::string& container_id, const device_plugin::Identity& identity);
+const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity);
 
 // ---- what create gave: <bundle>/specshim-hotplug.json ----
 

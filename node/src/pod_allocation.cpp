@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which host devices are accelerators, and which of them the kubelet
-// allocated to a pod (specshim/pod_allocation.h). Every source is read at
+// allocated to a pod (specshim/node/pod_allocation.h). Every source is read at
 // most once per Node: the checkpoint (a file), the CDI spec dirs, the
 // NVIDIA driver's GPU list, and PodResources once per pod.
-#include "specshim/pod_allocation.h"
+#include "specshim/node/pod_allocation.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,14 +11,14 @@
 #include <algorithm>
 #include <cctype>
 
-#include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/errors.h"
-#include "specshim/kubelet_session.h"
-#include "specshim/nvidia_gpus.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/kubelet_session.h"
+#include "specshim/node/nvidia_gpus.h"
 
 namespace specshim::pod_allocation {
 namespace {
@@ -67,26 +67,7 @@ std::optional<DeviceNumber> number_of(const std::string& path) {
 
 bool Sources::knows(std::string_view resource) const {
   if (std::find(resources.begin(), resources.end(), resource) != resources.end()) return true;
-  return std::any_of(env_devices.begin(), env_devices.end(), [&](const auto& e) { return e.counts(resource); });
-}
-
-Sources read_sources(config::Section& root, const std::string& proc) {
-  Sources s;
-  auto kubelet = root.section("kubelet");
-  KubeletKeys keys = read_kubelet_table(kubelet);
-  auto dp = root.section("device-plugin");
-  auto table = device_plugin::read_table(dp, keys);
-  for (const auto& r : table.resources) s.resources.push_back(r.name);
-  s.kubelet_root = table.kubelet_root;
-  s.budget = table.budget;
-  if (root.kind("env-devices") == config::Kind::array) {
-    auto view = root.only("env-devices");
-    s.env_devices = env_devices::read_entries(view, keys);
-  }
-  auto cdi = root.section("cdi");
-  s.cdi_dirs = cdi::read_spec_dirs(cdi);
-  s.proc = proc;
-  return s;
+  return std::any_of(env_lists.begin(), env_lists.end(), [&](const EnvList& e) { return e.counts(resource); });
 }
 
 std::string Accelerator::describe() const {
@@ -212,13 +193,13 @@ struct Node::State {
   std::vector<std::string> entry_names(const kubelet::CheckpointEntry& e) {
     std::vector<std::string> out;
     if (!e.alloc) return out;
-    Grant g = device_plugin::granted(*e.alloc, e.resource, "the checkpoint");
+    Grant g = granted(*e.alloc, e.resource, "the checkpoint");
     out = g.cdi_devices;
-    for (const auto& entry : sources.env_devices) {
+    for (const auto& entry : sources.env_lists) {
       if (!entry.counts(e.resource)) continue;
-      env_devices::Granted granted = env_devices::grant_of(entry, g);
-      out.insert(out.end(), granted.names.begin(), granted.names.end());
-      if (granted.all) {
+      GrantedNames given = entry.read(g);
+      out.insert(out.end(), given.names.begin(), given.names.end());
+      if (given.all) {
         auto all = kind_names(entry.kind);
         out.insert(out.end(), all.begin(), all.end());
       }
@@ -261,7 +242,7 @@ struct Node::State {
       for (const auto& e : entries)
         for (const auto& n : entry_nodes(e, false)) add_accelerator(out, n, q(e.resource));
     }
-    for (const auto& entry : sources.env_devices)
+    for (const auto& entry : sources.env_lists)
       for (const auto& name : kind_names(entry.kind))
         for (const auto& n : cdi_nodes(name, false)) add_accelerator(out, n, "CDI kind " + q(entry.kind));
     // The GPU a node is, wherever it was seen.
@@ -282,7 +263,7 @@ struct Node::State {
                        [&](const Holding& h) { return h.container == container && h.what == what; });
   }
 
-  Allocation allocate(const device_plugin::PodRef& pod, const std::string& uid) {
+  Allocation allocate(const pod_identity::PodRef& pod, const std::string& uid) {
     Allocation a;
     a.pod = pod.str();
     const kubelet::Checkpoint* cp = checkpoint();
@@ -358,7 +339,7 @@ const Accelerator* Node::accelerator(const DeviceNumber& n) {
   return it == all.end() ? nullptr : &it->second;
 }
 
-const Allocation& Node::allocation(const device_plugin::PodRef& pod, const std::string& uid) {
+const Allocation& Node::allocation(const pod_identity::PodRef& pod, const std::string& uid) {
   std::string key = pod.str() + "\n" + uid;
   if (auto it = state_->allocations.find(key); it != state_->allocations.end()) return it->second;
   if (auto it = state_->failures.find(key); it != state_->failures.end()) throw Error(it->second);
@@ -370,7 +351,7 @@ const Allocation& Node::allocation(const device_plugin::PodRef& pod, const std::
   }
 }
 
-Allocation Node::container_allocation(const device_plugin::PodRef& pod, const std::string& uid,
+Allocation Node::container_allocation(const pod_identity::PodRef& pod, const std::string& uid,
                                       const std::string& container) {
   return allocation(pod, uid).of_container(container);
 }
@@ -384,7 +365,7 @@ std::vector<Want> Node::cdi_wants(const std::string& name, const std::string& wh
 Target target_of(const Spec& spec) {
   Target t;
   try {
-    t.identity = device_plugin::identify(spec);
+    t.identity = pod_identity::identify(spec);
   } catch (const Error& e) {
     t.identity_error = e.what();
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/userns.h"
+#include "specshim/node/userns.h"
 
 #include <fmt/format.h>
 
@@ -112,8 +112,7 @@ std::optional<UserNamespace> read(const Spec& spec, const std::filesystem::path&
   UserNamespace u;
   if (const Json* ns = spec.find({"linux", "namespaces"}); ns && ns->is_array())
     for (const auto& n : *ns)
-      if (is_user_namespace(n) && n.contains("path") && n["path"].is_string())
-        u.path = n["path"].get<std::string>();
+      if (is_user_namespace(n) && n.contains("path") && n["path"].is_string()) u.path = n["path"].get<std::string>();
   u.uids = read_map(spec, "uidMappings");
   u.gids = read_map(spec, "gidMappings");
   if (u.path.empty() || !u.uids.empty() || !u.gids.empty()) return u;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/cdi_cache.h"
+#include "specshim/node/cdi_cache.h"
 
 #include <dirent.h>
 #include <elf.h>

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The desired-state file of declarative hot-plug, the --device argument, and
 // the grant file the hotplug modifier leaves in the bundle.
+#include "specshim/node/hotplug.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -18,11 +20,10 @@
 #include <tuple>
 
 #include "cdi/document_fields.h"
-#include "specshim/cdi.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/host_device.h"
-#include "specshim/hotplug.h"
+#include "specshim/node/cdi.h"
 #include "specshim/spec.h"
 
 namespace specshim::hotplug {
@@ -242,7 +243,7 @@ std::vector<std::string> Entry::keys() const {
   return out;
 }
 
-bool Entry::selects(const std::string& container_id, const device_plugin::Identity& identity) const {
+bool Entry::selects(const std::string& container_id, const pod_identity::Identity& identity) const {
   if (!pod) return id == container_id;
   return identity.cri && identity.pod.ns == pod->ns && identity.pod.name == pod->name &&
          identity.container == pod->container;
@@ -307,7 +308,7 @@ std::optional<Desired> read_desired(const std::filesystem::path& file) {
   return parse_desired(fs::read_regular_file(file, kMaxDesiredBytes), file.string());
 }
 
-const Entry* select(const Desired& d, const std::string& container_id, const device_plugin::Identity& identity) {
+const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity) {
   const Entry* found = nullptr;
   for (const auto& e : d.entries) {
     if (!e.selects(container_id, identity)) continue;

@@ -8,17 +8,16 @@
 // modifier as an in-memory request. What it gave is left in the bundle
 // (specshim-hotplug.json) so reconcile can take a node back later. See
 // docs/reconcile.md.
-#include "specshim/hotplug.h"
-
 #include <algorithm>
 
-#include "specshim/cdi.h"
 #include "specshim/device_rules.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
-#include "specshim/nvidia_gpus.h"
-#include "specshim/pod_allocation.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/hotplug.h"
+#include "specshim/node/nvidia_gpus.h"
+#include "specshim/node/pod_allocation.h"
 
 namespace specshim::hotplug {
 namespace {
@@ -27,9 +26,9 @@ class Hotplug : public Modifier {
  public:
   // bound is set when [hotplug] bound = "pod-allocation": the sources of the
   // accelerators and the kubelet's PodResources (the create's session).
-  Hotplug(Config c, std::shared_ptr<bool> cdi_on, std::optional<pod_allocation::Sources> bound = std::nullopt,
+  Hotplug(Config c, bool cdi_on, std::optional<pod_allocation::Sources> bound = std::nullopt,
           pod_allocation::PodResourcesLookup lookup = nullptr)
-      : config_(std::move(c)), cdi_on_(std::move(cdi_on)), bound_(std::move(bound)), lookup_(std::move(lookup)) {}
+      : config_(std::move(c)), cdi_on_(cdi_on), bound_(std::move(bound)), lookup_(std::move(lookup)) {}
   std::string_view name() const override { return "hotplug"; }
   Feeds feeds() const override { return {.produces = {Feed::device_requests}}; }
 
@@ -80,9 +79,9 @@ class Hotplug : public Modifier {
       return g;
     }
     if (!desired) return g;
-    device_plugin::Identity identity;
+    pod_identity::Identity identity;
     try {
-      identity = device_plugin::identify(spec);
+      identity = pod_identity::identify(spec);
     } catch (const Error&) {
       // A malformed specshim.io/pod selects by id only (device-plugin, when
       // on, refuses it with its own message).
@@ -103,7 +102,7 @@ class Hotplug : public Modifier {
     } catch (const std::exception&) {
       std::throw_with_nested(Error(what));
     }
-    if (!e->cdi.empty() && !*cdi_on_)
+    if (!e->cdi.empty() && !cdi_on_)
       log::warn("hotplug: {}: the cdi modifier is off, so its CDI devices are not given at create", what);
     else
       g.cdi = e->cdi;
@@ -174,7 +173,7 @@ class Hotplug : public Modifier {
   }
 
   Config config_;
-  std::shared_ptr<bool> cdi_on_;
+  bool cdi_on_;  // the cdi modifier is in the chain (ChainPlan::cdi)
   std::optional<pod_allocation::Sources> bound_;
   pod_allocation::PodResourcesLookup lookup_;
   std::optional<Grant> decided_;
@@ -185,15 +184,17 @@ class Hotplug : public Modifier {
 
 namespace specshim {
 
-std::unique_ptr<Modifier> make_hotplug(config::Section& section, Shared& shared) {
-  hotplug::Config c = hotplug::read_config(section, shared.root && hotplug::kubelet_configured(*shared.root));
+std::unique_ptr<Modifier> make_hotplug(config::Section& section, const ChainPlan& plan, KubeletSessions& sessions) {
+  hotplug::Config c = hotplug::read_config(section, plan.kubelet_configured);
   if (!c.enabled) return nullptr;
-  if (c.bound == hotplug::Bound::none) return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on);
-  if (!shared.root) section.fail("bound", "needs the whole config (the resources it binds)");
-  pod_allocation::Sources sources = pod_allocation::read_sources(*shared.root, c.proc);
-  auto session = shared.kubelet.helper_session(sources.kubelet_root, sources.budget);
+  if (c.bound == hotplug::Bound::none) return std::make_unique<hotplug::Hotplug>(std::move(c), plan.cdi);
+  // The plan reads them whenever [hotplug] enabled = true.
+  if (!plan.allocation) section.fail("bound", "needs the resources it binds (a bug: the chain's plan has none)");
+  pod_allocation::Sources sources = *plan.allocation;
+  sources.proc = c.proc;
+  auto session = sessions.helper_session(sources.kubelet_root, sources.budget);
   auto lookup = [session](const std::string& ns, const std::string& name) { return session->pod_resources(ns, name); };
-  return std::make_unique<hotplug::Hotplug>(std::move(c), shared.cdi_on, std::move(sources), std::move(lookup));
+  return std::make_unique<hotplug::Hotplug>(std::move(c), plan.cdi, std::move(sources), std::move(lookup));
 }
 
 }  // namespace specshim

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Who a container is (see specshim/pod_identity.h): one engine's keys only.
-#include "specshim/pod_identity.h"
+// Who a container is (see specshim/node/pod_identity.h): one engine's keys only.
+#include "specshim/node/pod_identity.h"
 
 #include <sys/prctl.h>
 

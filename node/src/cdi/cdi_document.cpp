@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "cdi_internal.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::cdi {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/container_match.h"
+#include "specshim/node/container_match.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -8,7 +8,7 @@
 #include <charconv>
 
 #include "specshim/error.h"
-#include "specshim/pod_identity.h"
+#include "specshim/node/pod_identity.h"
 
 namespace specshim {
 namespace {

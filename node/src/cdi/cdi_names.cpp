@@ -2,8 +2,7 @@
 // CDI name syntax: vendor, class and device names, and "VENDOR/CLASS=NAME".
 // Ref: container-device-interface pkg/parser/parser.go@v1.1.0. Unlike v1.1.0,
 // one-character names are fine here (upstream slices [1:0] and panics).
-#include "cdi_internal.h"
-#include "specshim/cdi.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::cdi {
 namespace {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers shared by the CDI sources (names, spec files, injection).
+// The CDI requests other modifiers hand over in memory (Context::device_requests):
+// what they need loaded, and which names each resolves to.
 #pragma once
 
 #include <map>
@@ -8,18 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/cdi.h"
 #include "specshim/modifier.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::cdi {
-
-// quote renders s in double quotes with '"', '\\' and non-printable bytes
-// escaped, so names from spec files and annotations print safely.
-std::string quote(std::string_view s);
-// quote_char renders one byte in single quotes, escaped like quote.
-std::string quote_char(char c);
-
-// ---- requests handed over in memory (cdi_requests.cpp) ----
 
 // kind_wanted is the entry of load_specs' wanted set that keeps every file
 // of kind: "kind=" (no device name).

@@ -17,8 +17,14 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/modifier.h"
 #include "specshim/spec.h"
+
+namespace specshim {
+
+// ContainerKind tells a sandbox (pause) container from a workload container.
+enum class ContainerKind { unknown, sandbox, container };
+
+}  // namespace specshim
 
 namespace specshim::pod_identity {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "specshim/config.h"
-#include "specshim/modifier.h"
+#include "specshim/node/pod_identity.h"
 
 namespace specshim {
 

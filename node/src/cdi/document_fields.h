@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cdi_document.h"
-#include "cdi_internal.h"
 #include "specshim/error.h"
+#include "specshim/node/cdi.h"
 
 namespace specshim::cdi {
 

@@ -13,13 +13,12 @@
 #include <cstring>
 
 #include "cdi_document.h"
-#include "cdi_internal.h"
 #include "document_fields.h"
-#include "specshim/cdi.h"
-#include "specshim/cdi_cache.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/log.h"
+#include "specshim/node/cdi.h"
+#include "specshim/node/cdi_cache.h"
 
 namespace specshim::cdi {
 namespace {

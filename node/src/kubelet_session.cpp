@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/kubelet_session.h"
+#include "specshim/node/kubelet_session.h"
 
 #include "specshim/error.h"
 

@@ -39,6 +39,12 @@ std::vector<std::string> requested_devices(const Spec& spec);
 
 // ---- names: VENDOR/CLASS=NAME ----
 
+// quote renders s in double quotes with '"', '\\' and non-printable bytes
+// escaped, so names from spec files and annotations print safely.
+std::string quote(std::string_view s);
+// quote_char renders one byte in single quotes, escaped like quote.
+std::string quote_char(char c);
+
 struct QualifiedName {
   std::string vendor;
   std::string cls;
@@ -224,7 +230,7 @@ struct Registry {
 // whose bytes cannot define any of them is recorded as skipped, unparsed: it
 // has no backslash escape and lacks the kind or the name as a whole value.
 // Skipping such files changes no result for the wanted devices.
-// With cache given, a file is parsed through it (specshim/cdi_cache.h).
+// With cache given, a file is parsed through it (specshim/node/cdi_cache.h).
 class ParseCache;
 Registry load_specs(const std::vector<std::string>& dirs, const std::set<std::string>* wanted = nullptr,
                     const ParseCache* cache = nullptr);
