@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes shim/hot-path.order: the functions specshim runs on its hot path, in
+# Writes shim/startup/hot-path.order: the functions specshim runs on its hot path, in
 # the order lld lays them out at the start of .text (--symbol-ordering-file).
 # Packed together they are touched in a few fault-around windows instead of
 # thirty-odd scattered over 4 MB of code (docs/BENCHMARKS.md, "Code layout").
@@ -8,8 +8,9 @@
 # under callgrind up to the runtime's execve and lists every function that ran,
 # case by case in the order below (the passthrough first), sorted by name within
 # a case, so the file depends only on what runs. Rerun it when the hot
-# path changes; `--check` (a ctest) fails when a function the hot path runs is
-# missing from the file.
+# path changes; `--check` (a ctest) warns when a function the hot path runs is
+# missing from the file, and fails only when a tenth of them are (the file
+# then no longer lays the hot path out).
 #
 # After the functions come the data symbols the same runs read or write
 # (valgrind's lackey traces every access): lld orders .data, .bss and .rodata
@@ -24,7 +25,7 @@ if [ "${1:-}" = --check ]; then check=1; shift; fi
 build=$(realpath "${1:-build}")
 shim="$build/shim/specshim"
 fake="$build/test/fakes/recording_runtime"
-order=shim/hot-path.order
+order=shim/startup/hot-path.order
 [ -x "$shim" ] && [ -x "$fake" ] || { echo "hot-path-order: build first: cmake --build $build" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "hot-path-order: needs valgrind (scripts/install-deps.sh)" >&2; exit 1; }
 work=$(mktemp -d)
@@ -128,13 +129,21 @@ data_header="# data the hot path touches, in layout order"
 header="# specshim's hot path, in layout order: written by scripts/hot-path-order.sh, reviewed like a golden file."
 if [ "$check" = 1 ]; then
   missing=$(grep -v '^#' "$order" | sort -u | comm -13 - <(sort -u "$work/order"))
+  total=$(wc -l <"$work/order")
   if [ -n "$missing" ]; then
-    echo "hot-path-order: $(wc -l <<<"$missing") function(s) on the hot path are not in $order:" >&2
+    count=$(wc -l <<<"$missing")
+    # A few new functions cost a page fault or two until the file is
+    # rewritten: a warning. A file that misses a tenth of the hot path no
+    # longer lays it out at all: a failure.
+    level=warning
+    [ $((count * 10)) -gt "$total" ] && level=error
+    echo "hot-path-order: $level: $count of the $total function(s) on the hot path are not in $order:" >&2
     head -20 <<<"$missing" >&2
-    echo "rerun scripts/hot-path-order.sh and review the diff" >&2
-    exit 1
+    echo "rerun scripts/hot-path-order.sh and review the diff (docs/startup.md)" >&2
+    [ "$level" = warning ] || exit 1
+    exit 0
   fi
-  echo "hot-path-order: all $(wc -l <"$work/order") hot-path functions are in $order"
+  echo "hot-path-order: all $total hot-path functions are in $order"
 else
   { echo "$header"; cat "$work/order"; } >"$order"
   echo "hot-path-order: $(sed "/^$data_header/,\$d" "$work/order" | wc -l) functions and" \

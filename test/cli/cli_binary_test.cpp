@@ -31,21 +31,26 @@ TEST_CASE(
   }
   CHECK_THAT(headers, !Catch::Contains("INTERP"));
   CHECK_THAT(headers, Catch::Contains("GNU_EH_FRAME"));
+#ifdef SPECSHIM_NO_STATIC_IOSTREAM
   // No translation unit constructs the standard streams at start-up
-  // (shim/src/no_static_iostream.h): libstdc++'s per-TU object is __ioinit.
+  // (shim/startup/no_static_iostream.h): libstdc++'s per-TU object is __ioinit.
   CHECK_THAT(output("nm " SPECSHIM_BINARY), !Catch::Contains("__ioinit"));
+#endif
   if (link == "static-pie") {
     CHECK_THAT(headers, Catch::Contains("DYN ("));
     return;
   }
   CHECK_THAT(headers, Catch::Contains("EXEC (Executable file)"));
+#ifdef SPECSHIM_STATIC_UNWIND
   // crtbeginT's registration of .eh_frame lands in the no-op of
-  // shim/src/static_unwind.cpp; without it the first throw sorts every FDE.
+  // shim/startup/static_unwind.cpp; without it the first throw sorts every FDE.
   CHECK_THAT(output("nm " SPECSHIM_BINARY), Catch::Contains(" T __wrap___register_frame_info"));
+#endif
 }
 
 #ifdef SPECSHIM_HOT_PATH_LAYOUT
-TEST_CASE("the hot path is laid out in one block of .text, in shim/hot-path.order, apart from code it never runs") {
+TEST_CASE(
+    "the hot path is laid out in one block of .text, in shim/startup/hot-path.order, apart from code it never runs") {
   // Link order alone puts the shim library (doctor included) before the
   // modifiers, and libc last. lld puts the ordered functions together: first
   // in .text on x86-64; on aarch64, whose branches need range-extension thunks
