@@ -3,14 +3,17 @@
 # cases of scripts/bench-cases.sh. Sourced, not run.
 
 # spec_yaml KIND: 8 devices with a node each, spec-level edits with a control
-# node, 40 library mounts, 3 hooks and env, as nvidia-ctk generates them.
+# node, 40 library mounts, 3 hooks and env, as nvidia-ctk generates them. The
+# control node is a vendor's companion node (/dev/nvidiactl, base's vendor
+# table): any other spec-level node counts toward the grant (docs/trust.md),
+# and the env-list cases grant only devices.
 spec_yaml() {
   printf 'cdiVersion: 0.5.0\nkind: %s\ndevices:\n' "$1"
   for i in 0 1 2 3 4 5 6 7; do
     printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/accel%s\n      hostPath: %s\n' \
       "$i" "$i" "$([ $((i % 2)) -eq 0 ] && echo /dev/null || echo /dev/zero)"
   done
-  printf 'containerEdits:\n  env:\n  - ACCEL_DRIVER=550.54.15\n  deviceNodes:\n  - path: /dev/accelctl\n    hostPath: /dev/full\n'
+  printf 'containerEdits:\n  env:\n  - ACCEL_DRIVER=550.54.15\n  deviceNodes:\n  - path: /dev/nvidiactl\n    hostPath: /dev/full\n'
   yaml_hooks_mounts accel-ctk "accel-ctk, hook" libaccel-component 550.54.15
 }
 
@@ -44,7 +47,7 @@ spec_json() {
     local lib="/usr/lib/x86_64-linux-gnu/libaccel-component-$i.so.550.54.15"
     mounts+="${mounts:+,}{\"hostPath\":\"$lib\",\"containerPath\":\"$lib\",\"options\":[\"ro\",\"nosuid\",\"nodev\",\"bind\"]}"
   done
-  jq . <<<"{\"cdiVersion\":\"0.5.0\",\"kind\":\"$1\",\"devices\":[$devices],\"containerEdits\":{\"env\":[\"ACCEL_DRIVER=550.54.15\"],\"deviceNodes\":[{\"path\":\"/dev/accelctl\",\"hostPath\":\"/dev/full\"}],\"hooks\":[$hooks],\"mounts\":[$mounts]}}"
+  jq . <<<"{\"cdiVersion\":\"0.5.0\",\"kind\":\"$1\",\"devices\":[$devices],\"containerEdits\":{\"env\":[\"ACCEL_DRIVER=550.54.15\"],\"deviceNodes\":[{\"path\":\"/dev/nvidiactl\",\"hostPath\":\"/dev/full\"}],\"hooks\":[$hooks],\"mounts\":[$mounts]}}"
 }
 
 # make_dir DIR KIND...: 50 spec files (CDI_FILES to change), even ones YAML
