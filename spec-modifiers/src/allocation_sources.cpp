@@ -10,18 +10,25 @@
 namespace specshim {
 
 pod_allocation::Sources allocation_sources(config::Section& root, const std::string& proc) {
-  pod_allocation::Sources s;
   auto kubelet = root.section("kubelet");
   KubeletKeys keys = read_kubelet_table(kubelet);
+  std::vector<env_devices::Entry> entries;
+  if (root.kind("env-devices") == config::Kind::array) {
+    auto view = root.only("env-devices");
+    entries = env_devices::read_entries(view, keys);
+  }
+  return allocation_sources(root, keys, entries, proc);
+}
+
+pod_allocation::Sources allocation_sources(config::Section& root, const KubeletKeys& keys,
+                                           const std::vector<env_devices::Entry>& entries, const std::string& proc) {
+  pod_allocation::Sources s;
   auto dp = root.section("device-plugin");
   auto table = device_plugin::read_table(dp, keys);
   for (const auto& r : table.resources) s.resources.push_back(r.name);
   s.kubelet_root = table.kubelet_root;
   s.budget = table.budget;
-  if (root.kind("env-devices") == config::Kind::array) {
-    auto view = root.only("env-devices");
-    for (auto& entry : env_devices::read_entries(view, keys)) s.env_lists.push_back(env_list(std::move(entry)));
-  }
+  for (const auto& entry : entries) s.env_lists.push_back(env_list(entry));
   auto cdi = root.section("cdi");
   s.cdi_dirs = cdi::read_spec_dirs(cdi);
   s.proc = proc;

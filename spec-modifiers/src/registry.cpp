@@ -99,7 +99,7 @@ ChainPlan plan_chain(config::Section& root) {
   }
   if (auto hotplug = root.table("hotplug");
       hotplug && hotplug->kind("enabled") == config::Kind::boolean && hotplug->boolean("enabled") == true)
-    plan.allocation = allocation_sources(root, "/proc");
+    plan.allocation = allocation_sources(root, plan.kubelet_keys, plan.env_devices, "/proc");
   return plan;
 }
 

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "specshim/config.h"
 #include "specshim/env_devices.h"
+#include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_allocation.h"
 
 namespace specshim {
@@ -18,6 +20,10 @@ namespace specshim {
 // ([hotplug] proc, or a verb's --proc). Throws config errors; it does not
 // judge unknown keys (the chain and the verbs' readers do).
 pod_allocation::Sources allocation_sources(config::Section& root, const std::string& proc);
+// This allocation_sources takes [kubelet]'s keys and the [[env-devices]]
+// entries already read (the chain's plan has both).
+pod_allocation::Sources allocation_sources(config::Section& root, const KubeletKeys& keys,
+                                           const std::vector<env_devices::Entry>& entries, const std::string& proc);
 
 // env_list is how the allocation reads answers through one [[env-devices]]
 // entry (env_devices::grant_of).
