@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the sources of the modifiers that ask the kubelet share: the start of
 // the [device-plugin] and [cpuset] tables, and how device-plugin, cpuset and
-// env-devices name the container in their messages.
+// env-devices name the container in their messages, and which names can be
+// a container's.
 #pragma once
 
 #include <string>
 
 #include "specshim/config.h"
 #include "specshim/device_plugin.h"
+#include "specshim/error.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim {
@@ -31,6 +33,12 @@ Config read_enabled_kubelet_keys(config::Section& s, const KubeletKeys& kubelet)
 inline std::string target_name(const pod_identity::Identity& id, const std::string& container_id) {
   std::string name = !id.container.empty() ? id.container : container_id.empty() ? "(unnamed)" : container_id;
   return "container `" + name + "`" + (id.pod.empty() ? "" : " of pod `" + id.pod.str() + "`");
+}
+
+// container_name tells whether a tenant's annotation can name a container
+// of the pod (specshim.io/devices-from).
+inline bool container_name(const std::string& s) {
+  return !s.empty() && s.size() <= 253 && !contains_control(s) && s.find('/') == std::string::npos;
 }
 
 }  // namespace specshim

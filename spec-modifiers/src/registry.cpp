@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // One line per modifier, in default chain order. Each modifier lives in its own
-// file (src/<name>.cpp) and exposes make_<name>.
+// folder (src/<name>/) and exposes make_<name>.
 #include "specshim/registry.h"
 
 #include <algorithm>
@@ -125,12 +125,6 @@ Chain build_chain(config::Section& root) {
     throw Error("the default chain order: " + problem);  // a bug in registry()
   }
   return Chain(std::move(modifiers), plan.max_passes);
-}
-
-ChainFacts facts_of(const Chain& chain) {
-  ChainFacts facts;
-  for (const auto& m : chain.modifiers()) m->add_facts(facts);
-  return facts;
 }
 
 }  // namespace specshim

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "device_plugin_modifier.h"
+#include "device_plugin/modifier.h"
 #include "device_plugin_support.h"
 #include "error_of.h"
 #include "fake_kubelet.h"

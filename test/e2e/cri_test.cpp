@@ -4,7 +4,7 @@
 // handler `specshim` from the shipped snippet.
 //
 // The passwd and CDI cases are compiled in once their modifiers exist
-// (spec-modifiers/src/passwd.cpp, cdi.cpp); until then their tags hide them
+// (spec-modifiers/src/passwd/, cdi/); until then their tags hide them
 // (`[.pending-...]`) and ctest does not register them.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "specshim/chain_facts.h"
 #include "specshim/cpuset.h"
 #include "specshim/device_plugin.h"
 #include "specshim/env_devices.h"
@@ -238,13 +239,32 @@ TEST_CASE(
   auto root = doc.root();
   Chain chain = build_chain(root);
   root.finish();
-  ChainFacts facts = facts_of(chain);
+  ChainFacts facts = chain_facts(doc);
   const auto& entries = facts.env_devices;
   REQUIRE(entries.size() == 2);
   REQUIRE(entries[0].kubelet_root == "/var/lib/k0s/kubelet");
   REQUIRE(entries[0].budget == std::chrono::milliseconds(700));
   REQUIRE(entries[1].kubelet_root == "/opt/kubelet");
   REQUIRE(entries[1].budget == std::chrono::milliseconds(700));
+}
+
+TEST_CASE("config chain_facts holds the rule lists of the modifiers [chain] order lists, and only those") {
+  const std::string lists =
+      "[[requirements]]\nname = \"vfio\"\nmatch = { devices = [\"/dev/vfio/*\"] }\n"
+      "[[patches]]\nname = \"p\"\nops = [{ op = \"remove\", path = \"/a\" }]\n"
+      "[[env-devices]]\nenv = \"NVIDIA_VISIBLE_DEVICES\"\nkind = \"nvidia.com/gpu\"\n";
+  ChainFacts all = chain_facts(config::Document::parse(lists, "c.toml"));
+  REQUIRE(all.rules.size() == 1);
+  CHECK(all.rules[0].name == "vfio");
+  REQUIRE(all.patches.size() == 1);
+  CHECK(all.patches[0].name == "p");
+  REQUIRE(all.env_devices.size() == 1);
+  CHECK(all.env_devices[0].env == "NVIDIA_VISIBLE_DEVICES");
+
+  ChainFacts none = chain_facts(config::Document::parse("[chain]\norder = [\"passwd\"]\n" + lists, "c.toml"));
+  CHECK(none.rules.empty());
+  CHECK(none.patches.empty());
+  CHECK(none.env_devices.empty());
 }
 
 TEST_CASE("config [kubelet] is strict like every table: unknown keys and bad values name file and line") {

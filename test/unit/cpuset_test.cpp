@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "cpuset_modifier.h"
+#include "cpuset/modifier.h"
 #include "error_of.h"
 #include "specshim/chain.h"
 #include "specshim/error.h"

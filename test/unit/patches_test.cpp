@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "patches_modifier.h"
+#include "patches/modifier.h"
 #include "specshim/chain.h"
 #include "specshim/error.h"
 #include "specshim/modifiers.h"

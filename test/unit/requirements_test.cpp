@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "requirements_modifier.h"
+#include "requirements/modifier.h"
 #include "specshim/caps.h"
 #include "specshim/error.h"
 #include "specshim/registry.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
+#include "specshim/chain_facts.h"
 #include "specshim/config_file.h"
 #include "specshim/error.h"
 #include "specshim/modifiers.h"
@@ -120,7 +121,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.valid = true;
     c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
     for (const auto& m : config.chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
-    ChainFacts facts = facts_of(config.chain);
+    ChainFacts facts = chain_facts(doc);
     loaded.rules = std::move(facts.rules);
     loaded.env_devices = std::move(facts.env_devices);
     for (const auto& patch : facts.patches)

@@ -9,7 +9,7 @@
 //   parse_list / format_list  the kernel's cpuset list syntax ("0,2-5")
 //   intersect / unite         set operations on sorted id lists
 //   read_config               [cpuset], strictly
-//   Cpuset                    the modifier (src/cpuset_modifier.h): sources, memo, budget, policy
+//   Cpuset                    the modifier (src/cpuset/modifier.h): sources, memo, budget, policy
 #pragma once
 
 #include <chrono>

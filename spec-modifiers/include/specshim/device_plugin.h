@@ -12,7 +12,7 @@
 //   parse_device_ids the JSON list of a direct request's annotation
 //   prepare_answer   validate a plugin's answer and look its device nodes up
 //   merge_answer     put a prepared answer into the spec, never twice
-//   DevicePlugin     the modifier (src/device_plugin_modifier.h): providers, resolution, memo, budget
+//   DevicePlugin     the modifier (src/device_plugin/): providers, resolver, env guard, DRA
 #pragma once
 
 #include <chrono>

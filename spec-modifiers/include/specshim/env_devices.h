@@ -11,7 +11,7 @@
 //   parse_device_list  a variable's value, with NCT's rules (research §1.3)
 //   read_entries       the [[env-devices]] entries
 //   grant_of           what one stored Allocate answer granted, as CDI names
-//   EnvDevices         the modifier (src/env_devices_modifier.h): request, trust, grant, hand-over
+//   EnvDevices         the modifier (src/env_devices/): request, trust, grant, hand-over
 #pragma once
 
 #include <chrono>

@@ -17,8 +17,6 @@
 
 namespace specshim {
 
-struct ChainFacts;  // specshim/registry.h
-
 // BundleFile is a file a modifier wants next to config.json (a generated
 // /etc/passwd, say). It is written by the shim, atomically, only after the
 // whole chain succeeded and just before config.json; dry-run only lists it.
@@ -132,9 +130,6 @@ class Modifier {
   // feeds declares the parts of the Context this modifier writes and reads
   // (Feed); build_chain orders nothing by it, it refuses a wrong order.
   virtual Feeds feeds() const { return {}; }
-  // add_facts adds what this modifier was built from to facts, for a verb
-  // that describes the chain (doctor); never called by a create.
-  virtual void add_facts(ChainFacts& facts) const { (void)facts; }
 };
 
 }  // namespace specshim

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Factories of the built-in modifiers (one per src/<name>.cpp).
+// Factories of the built-in modifiers (each in src/<name>/modifier.cpp).
 #pragma once
 
 #include <memory>

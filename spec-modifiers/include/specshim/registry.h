@@ -9,10 +9,7 @@
 
 #include "specshim/chain.h"
 #include "specshim/config.h"
-#include "specshim/env_devices.h"
 #include "specshim/modifiers.h"
-#include "specshim/patches.h"
-#include "specshim/requirements.h"
 
 namespace specshim {
 
@@ -37,16 +34,5 @@ std::vector<std::string> default_order();
 // builds the enabled modifiers in order and returns the chain. Throws Error
 // for unknown names, unknown keys and bad values.
 Chain build_chain(config::Section& root);
-
-// ChainFacts is what the modifiers of a chain were built from, for a verb
-// that describes the chain (doctor) without looking into the modifiers:
-// each fills in its part (Modifier::add_facts).
-struct ChainFacts {
-  std::vector<requirements::Rule> rules;        // [[requirements]], when the modifier is in the chain
-  std::vector<env_devices::Entry> env_devices;  // [[env-devices]], likewise
-  std::vector<patches::Patch> patches;          // [[patches]], likewise
-};
-// facts_of asks every modifier of chain for its part of the facts.
-ChainFacts facts_of(const Chain& chain);
 
 }  // namespace specshim

@@ -4,8 +4,6 @@
 // one entry into the bundle and bind-mounts that copy read-only over the
 // file, so getpwuid()/getgrgid() resolve the platform-assigned ids without
 // changing the image. The rules and their reasons: docs/passwd.md.
-#include "specshim/passwd.h"
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include "specshim/modifiers.h"
 #include "specshim/node/container_match.h"
 #include "specshim/node/userns.h"
+#include "specshim/passwd.h"
 #include "specshim/passwd_copies.h"
 
 namespace specshim {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The requirements modifier's class, private to spec-modifiers: the chain
-// builds it through make_requirements (specshim/modifiers.h), and doctor reads what it
-// was built from in ChainFacts (specshim/registry.h), not from the object.
+// builds it through make_requirements (specshim/modifiers.h); doctor reads what it
+// is built from in chain_facts (specshim/chain_facts.h), not from the object.
 #pragma once
 
 #include <memory>
@@ -27,7 +27,6 @@ class Requirements : public Modifier {
   std::string_view name() const override { return "requirements"; }
   void apply(Spec& spec, Context& ctx) override;
   const std::vector<Rule>& rules() const { return rules_; }
-  void add_facts(ChainFacts& facts) const override;
 
  private:
   std::vector<Rule> rules_;

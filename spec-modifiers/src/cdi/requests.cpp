@@ -7,7 +7,7 @@
 // plugin's CDI spec of another kind opens the same /dev/nvidiaN. A visible
 // request (a nested runtime) counts `all` and indices among the devices
 // whose nodes are present here.
-#include "cdi_requests.h"
+#include "cdi/requests.h"
 
 #include <algorithm>
 #include <set>

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Applying [[requirements]] rules to a spec. Every change here only adds or
 // raises, so applying a rule twice is the same as applying it once.
-#include "specshim/requirements.h"
+#include "requirements/modifier.h"
 
 #include <fnmatch.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 
-#include "requirements_modifier.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
-#include "specshim/registry.h"
+#include "specshim/requirements.h"
 #include "specshim/syscalls.h"
 #include "specshim/text.h"
 
@@ -275,10 +274,6 @@ void Requirements::apply(Spec& spec, Context& ctx) {
     add_env(proc, *rule);
   }
   allow_syscalls(spec, matched);
-}
-
-void Requirements::add_facts(ChainFacts& facts) const {
-  facts.rules = rules_;
 }
 
 }  // namespace requirements

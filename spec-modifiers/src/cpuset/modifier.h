@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cpuset modifier's class, private to spec-modifiers: the chain
-// builds it through make_cpuset (specshim/modifiers.h), and doctor reads what it
-// was built from in ChainFacts (specshim/registry.h), not from the object.
+// builds it through make_cpuset (specshim/modifiers.h); doctor reads its table
+// with read_table (specshim/cpuset.h), not from the object.
 #pragma once
 
 #include <memory>
@@ -20,7 +20,6 @@ class Cpuset final : public Modifier {
  public:
   Cpuset(Config config, device_plugin::ClientFactory make_client);
   Cpuset(Config config, std::shared_ptr<KubeletSession> session);
-  ~Cpuset() override;
 
   std::string_view name() const override { return "cpuset"; }
   void apply(Spec& spec, Context& ctx) override;
@@ -30,8 +29,9 @@ class Cpuset final : public Modifier {
   bool client_made() const;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  const Config config_;
+  std::shared_ptr<KubeletSession> session_;
+  std::vector<std::string> changes_;  // what the last apply set
 };
 
 }  // namespace specshim::cpuset

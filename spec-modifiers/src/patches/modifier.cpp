@@ -4,16 +4,15 @@
 // mount succeeded, so a failing patch leaves nothing half done. The record
 // annotation makes each patch apply once: in later passes of the chain and in
 // a later create or dry-run of a spec that was already patched.
-#include "specshim/patches.h"
+#include "patches/modifier.h"
 
 #include <algorithm>
 #include <exception>
 
-#include "patches_modifier.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
-#include "specshim/registry.h"
+#include "specshim/patches.h"
 #include "specshim/text.h"
 
 namespace specshim {
@@ -156,10 +155,6 @@ void Patches::apply(Spec& spec, Context&) {
   // Written after the patches, so an operation on the annotations cannot drop the record.
   spec.object_at({"annotations"})[std::string(kRecordAnnotation)] = join(done, ",");
   last_change_ = "applied " + join(applied, ",");
-}
-
-void Patches::add_facts(ChainFacts& facts) const {
-  facts.patches = patches_;
 }
 
 }  // namespace patches

@@ -5,8 +5,6 @@
 // container-device-interface v1.1.0 (pkg/cdi/cache.go InjectDevices,
 // container-edits.go Apply). Applying is idempotent: an edit already present
 // is not added again. Deviations from upstream are listed in docs/cdi.md.
-#include "specshim/node/cdi.h"
-
 #include <algorithm>
 #include <deque>
 #include <set>
@@ -14,11 +12,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "cdi_requests.h"
+#include "cdi/requests.h"
 #include "specshim/error.h"
 #include "specshim/host_device.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/node/cdi.h"
 #include "specshim/node/cdi_cache.h"
 #include "specshim/node/userns.h"
 

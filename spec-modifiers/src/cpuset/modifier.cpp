@@ -11,14 +11,14 @@
 // Never for a CRI container (the kubelet owns its cpuset and updates it), and
 // never wider than a cpuset the spec already has (the result is intersected
 // with it, so applying it again changes nothing).
-#include "specshim/cpuset.h"
+#include "cpuset/modifier.h"
 
 #include <algorithm>
 #include <exception>
 #include <iterator>
 
-#include "cpuset_modifier.h"
 #include "kubelet_modifier.h"
+#include "specshim/cpuset.h"
 #include "specshim/error.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
@@ -31,24 +31,6 @@ using device_plugin::kDevicesFrom;
 using device_plugin::kDevicesFromPod;
 using device_plugin::kPod;
 using pod_identity::Identity;
-
-// quoted shows a list's text in a message when it is short and printable.
-std::string quoted(std::string_view text) {
-  if (text.size() > 64 || contains_control(text)) return "";
-  return " `" + std::string(text) + "`";
-}
-
-// character names one byte of tenant text for a message.
-std::string character(char c) {
-  static const char* hex = "0123456789abcdef";
-  auto u = static_cast<unsigned char>(c);
-  if (u > 0x20 && u < 0x7f) return "`" + std::string(1, c) + "`";
-  return std::string("byte 0x") + hex[u >> 4] + hex[u & 15];
-}
-
-bool digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 std::string names(const std::vector<std::string>& containers) {
   std::string out;
@@ -99,109 +81,19 @@ struct Wanted {
   std::string of;                    // "container `main`", "containers `a`, `b`"
 };
 
-}  // namespace
-
-IdSet parse_list(std::string_view field, std::string_view text, std::uint32_t limit) {
-  std::string what(field);
-  if (text.size() > kMaxListBytes) throw Error(what + ": longer than " + std::to_string(kMaxListBytes) + " bytes");
-  auto fail = [&](const std::string& why) -> Error {
-    return Error(what + quoted(text) + ": " + why + " (want ids and ranges such as 0,2-5)");
-  };
-  std::size_t i = 0;
-  auto number = [&]() -> std::uint32_t {
-    std::size_t start = i;
-    std::uint64_t v = 0;
-    while (i < text.size() && digit(text[i])) {
-      v = v * 10 + static_cast<std::uint64_t>(text[i] - '0');
-      if (v >= limit) {
-        std::size_t end = i;
-        while (end < text.size() && digit(text[end])) ++end;
-        std::string_view n = text.substr(start, std::min<std::size_t>(end - start, 24));
-        throw fail(std::string(n) + (end - start > 24 ? "..." : "") + " is above the largest id " +
-                   std::to_string(limit - 1));
-      }
-      ++i;
-    }
-    if (i == start)
-      throw fail(i == text.size() ? "ends where an id is expected"
-                                  : "unexpected " + character(text[i]) + " at byte " + std::to_string(i));
-    return static_cast<std::uint32_t>(v);
-  };
-
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
-  while (i < text.size()) {
-    std::uint32_t first = number();
-    std::uint32_t last = first;
-    if (i < text.size() && text[i] == '-') {
-      ++i;
-      last = number();
-      if (last < first) throw fail("range " + std::to_string(first) + "-" + std::to_string(last) + " runs backwards");
-    }
-    ranges.emplace_back(first, last);
-    if (i == text.size()) break;
-    if (text[i] != ',') throw fail("unexpected " + character(text[i]) + " at byte " + std::to_string(i));
-    if (++i == text.size()) throw fail("ends where an id is expected");
-  }
-  // Merged as ranges first, so a long list of wide ranges costs no more than its length.
-  std::sort(ranges.begin(), ranges.end());
-  IdSet out;
-  for (auto [first, last] : ranges)
-    for (std::uint64_t id = out.empty() ? first : std::max<std::uint64_t>(first, out.back() + 1ULL); id <= last; ++id)
-      out.push_back(static_cast<std::uint32_t>(id));
-  return out;
-}
-
-std::string format_list(const IdSet& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size();) {
-    std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ids[i]);
-    if (j > i) out += "-" + std::to_string(ids[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-IdSet intersect(const IdSet& a, const IdSet& b) {
-  IdSet out;
-  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
-}
-
-IdSet unite(const IdSet& a, const IdSet& b) {
-  IdSet out;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
-}
-
-Config read_table(config::Section& s, const KubeletKeys& kubelet) {
-  auto c = read_enabled_kubelet_keys<Config>(s, kubelet);
-  std::string on_error = s.string("on-error").value_or("fail");
-  if (on_error != "fail" && on_error != "skip") s.fail("on-error", "must be \"fail\" or \"skip\"");
-  c.on_error = on_error == "fail" ? OnError::fail : OnError::skip;
-  return c;
-}
-
-std::optional<Config> read_config(config::Section& s, const KubeletKeys& kubelet) {
-  Config c = read_table(s, kubelet);
-  if (!c.enabled) return std::nullopt;
-  return c;
-}
-
-struct Cpuset::State {
-  Config config;
-  std::shared_ptr<KubeletSession> session;
-  std::vector<std::string> changes;  // what the last apply set
-
-  // Per apply.
-  Identity id;
-  std::string target;  // "container `ctr-1` of pod `ns/p`"
+// Pin is one apply: the modifier's table and session, the container being
+// pinned and how messages name it, and where what it changes is told.
+struct Pin {
+  const Config& config;
+  KubeletSession& session;
+  std::vector<std::string>& changes;
+  Identity id = {};
+  std::string target = {};  // "container `ctr-1` of pod `ns/p`"
 
   std::string socket() const { return kubelet::pod_resources_socket(config.kubelet_root).string(); }
 
   // pod asks PodResources once per create (KubeletSession).
-  const kubelet::PodResources& pod() { return session->pod_resources(id.pod.ns, id.pod.name); }
+  const kubelet::PodResources& pod() const { return session.pod_resources(id.pod.ns, id.pod.name); }
 
   // settle applies on-error to a failure to learn the source's CPUs: fail
   // throws, skip leaves a warning in the debug log.
@@ -213,13 +105,12 @@ struct Cpuset::State {
 
   // wanted reads the request annotations and returns what the sources hold;
   // nullopt when nothing is asked for or the failure was skipped.
-  std::optional<Wanted> wanted(const std::optional<std::string>& from, bool pod_sync) {
+  std::optional<Wanted> wanted(const std::optional<std::string>& from, bool pod_sync) const {
     Wanted w;
     std::string what = pod_sync
                            ? "read the CPUs of pod `" + id.pod.str() + "` (annotation " + kDevicesFromPod + ")"
                            : "read the CPUs of container `" + from.value_or("") + "` (annotation " + kDevicesFrom + ")";
-    if (from &&
-        (from->empty() || from->size() > 253 || contains_control(*from) || from->find('/') != std::string::npos)) {
+    if (from && !container_name(*from)) {
       settle("read the CPUs of the container named by annotation " + std::string(kDevicesFrom), "not a container name");
       return std::nullopt;
     }
@@ -257,7 +148,8 @@ struct Cpuset::State {
 
   // narrow sets field to want intersected with what the spec has; the text
   // is left as it is when the set does not change.
-  void narrow(Spec& spec, const ListField& f, const std::optional<IdSet>& have, const IdSet& want, const Wanted& w) {
+  void narrow(Spec& spec, const ListField& f, const std::optional<IdSet>& have, const IdSet& want,
+              const Wanted& w) const {
     IdSet result = have ? intersect(*have, want) : want;
     if (result.empty())
       throw Error("pin " + target + " to the " + f.noun + "s of " + w.of + ": " + f.path + " \"" + format_list(*have) +
@@ -275,34 +167,31 @@ struct Cpuset::State {
   }
 };
 
+}  // namespace
+
 Cpuset::Cpuset(Config config, device_plugin::ClientFactory make_client)
     : Cpuset(config, std::make_shared<KubeletSession>(std::move(make_client), config.budget)) {}
 
-Cpuset::Cpuset(Config config, std::shared_ptr<KubeletSession> session) : state_(std::make_unique<State>()) {
-  state_->config = std::move(config);
-  state_->session = std::move(session);
-}
-
-Cpuset::~Cpuset() = default;
+Cpuset::Cpuset(Config config, std::shared_ptr<KubeletSession> session)
+    : config_(std::move(config)), session_(std::move(session)) {}
 
 bool Cpuset::client_made() const {
-  return state_->session->client_made();
+  return session_->client_made();
 }
 
 std::string Cpuset::last_change() const {
-  return join(state_->changes, "; ");
+  return join(changes_, "; ");
 }
 
 void Cpuset::apply(Spec& spec, Context& ctx) {
-  State& s = *state_;
-  s.changes.clear();
+  changes_.clear();
   if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
   auto from = spec.annotation(kDevicesFrom);
   auto pod_value = spec.annotation(kDevicesFromPod);
   bool pod_sync = pod_value && *pod_value != "false";
   if (!from && !pod_sync) return;
 
-  s.id = pod_identity::identify(spec);
+  Pin s{.config = config_, .session = *session_, .changes = changes_, .id = pod_identity::identify(spec)};
   s.target = target_name(s.id, ctx.container_id);
   if (s.id.cri) {
     log::debug("cpuset: {}: created through CRI, the kubelet's CPU manager owns its cpuset; left alone", s.target);

@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/passwd_copies.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 #include "specshim/fs.h"
 #include "specshim/log.h"
 #include "specshim/modifiers.h"
+#include "specshim/passwd_copies.h"
 
 namespace specshim::passwd {
 namespace {

@@ -201,43 +201,6 @@ HostNode stat_host_node(const std::string& host_path) {
                   st.st_gid};
 }
 
-bool protect_env(Spec& spec, const std::vector<Grant>& answers, ProtectEnv policy, const std::set<std::string>& voided,
-                 const std::string& target) {
-  const Json* env = std::as_const(spec).find({"process", "env"});
-  if (policy == ProtectEnv::off || !env || !env->is_array()) return false;
-  auto text = [&](std::size_t i) -> const std::string* {
-    const Json& e = (*env)[i];
-    return e.is_string() ? &e.get_ref<const std::string&>() : nullptr;
-  };
-  std::vector<std::size_t> overriding;
-  for (const auto& answer : answers) {
-    for (const auto& [key, value] : answer.envs) {
-      const std::string prefix = key + "=", own = prefix + value;
-      std::size_t last = env->size();  // the last entry the answer wrote
-      for (std::size_t i = 0; i < env->size(); ++i)
-        if (const std::string* e = text(i); e && *e == own) last = i;
-      for (std::size_t i = last + 1; i < env->size(); ++i) {
-        const std::string* e = text(i);
-        if (!e || e->rfind(prefix, 0) != 0 || *e == own || (voided.count(key) && *e == prefix + "void")) continue;
-        if (policy == ProtectEnv::fail)
-          throw Error("process.env[" + std::to_string(i) + "] " + shown(*e) + " overrides " + shown(own) +
-                      ", which the device plugin of `" + answer.resource + "` set for " + target + " (" +
-                      answer.source +
-                      "): plugin env is the plugin's (protect-env = true; \"drop\" removes such "
-                      "entries)");
-        overriding.push_back(i);
-      }
-    }
-  }
-  if (overriding.empty()) return false;
-  std::sort(overriding.begin(), overriding.end());
-  overriding.erase(std::unique(overriding.begin(), overriding.end()), overriding.end());
-  Json& list = spec.array_at({"process", "env"});
-  for (auto i = overriding.rbegin(); i != overriding.rend(); ++i)
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(*i));
-  return true;
-}
-
 PreparedAnswer prepare_answer(const kubelet::AllocateResponse& answer, const NodeLookup& lookup) {
   PreparedAnswer p;
   for (const auto& [key, value] : answer.envs) {

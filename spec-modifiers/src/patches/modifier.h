@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The patches modifier's class, private to spec-modifiers: the chain
-// builds it through make_patches (specshim/modifiers.h), and doctor reads what it
-// was built from in ChainFacts (specshim/registry.h), not from the object.
+// builds it through make_patches (specshim/modifiers.h); doctor reads what it
+// is built from in chain_facts (specshim/chain_facts.h), not from the object.
 #pragma once
 
 #include <memory>
@@ -24,7 +24,6 @@ class Patches : public Modifier {
   void apply(Spec& spec, Context& ctx) override;
   std::string last_change() const override { return last_change_; }
   const std::vector<Patch>& patches() const { return patches_; }
-  void add_facts(ChainFacts& facts) const override;
 
  private:
   std::vector<Patch> patches_;
