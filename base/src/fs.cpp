@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/deadline.h"
 #include "specshim/error.h"
 
 namespace specshim::fs {
@@ -440,26 +438,6 @@ void fault_point(std::string_view file, std::string_view point) {
   if (want.size() == file.size() + 1 + point.size() && want.substr(0, file.size()) == file &&
       want[file.size()] == ':' && want.substr(file.size() + 1) == point)
     ::kill(::getpid(), SIGKILL);
-}
-
-void lock_within(int fd, int operation, std::chrono::seconds limit, const std::string& path,
-                 const std::string& holder) {
-  auto start = std::chrono::steady_clock::now();
-  auto deadline = deadline::cap(start + limit);
-  timespec pause{0, 2'000'000};
-  while (::flock(fd, operation | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) throw_errno("lock `" + path + "`");
-    if (std::chrono::steady_clock::now() > deadline) {
-      if (deadline < start + limit) {
-        auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start);
-        throw Error("lock `" + path + "`: " + holder + " has held it for " + std::to_string(waited.count()) +
-                    " ms, and the create's answer is due");
-      }
-      throw Error("lock `" + path + "`: " + holder + " has held it for " + std::to_string(limit.count()) + " s");
-    }
-    ::nanosleep(&pause, nullptr);
-    pause.tv_nsec = std::min<long>(pause.tv_nsec * 2, 50'000'000);
-  }
 }
 
 }  // namespace specshim::fs

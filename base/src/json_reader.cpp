@@ -441,19 +441,6 @@ class Reader {
 
 }  // namespace
 
-std::string pointer_token(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
 void read_json(std::string_view text, Json& root, std::map<std::string, std::string>& raw) {
   root = Reader(text, raw).read();
 }

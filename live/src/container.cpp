@@ -7,9 +7,6 @@
 #include "specshim/live/container.h"
 
 #include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -20,168 +17,14 @@
 #include <cstring>
 #include <functional>
 
-#include "specshim/command.h"
+#include "container_path.h"
+#include "mount_namespace.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 #include "specshim/spec.h"
 
 namespace specshim::live {
 namespace {
-
-using namespace std::chrono_literals;
-
-constexpr auto kChildTimeout = 10s;
-constexpr std::size_t kMaxAnswer = 1 << 20;
-
-// ---- the child in the container's mount namespace ----
-
-// proc_ns opens /proc/PID/ns/NAME.
-fs::Fd proc_ns(pid_t pid, const char* name) {
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + name;
-  fs::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw_errno("open " + q(path));
-  return fd;
-}
-
-// in_mount_ns forks a child that runs body; body opens what it needs on the
-// host, then calls enter() to join pid's mount namespace. The string body
-// returns (or the message of what it threw) comes back over a pipe.
-std::string in_mount_ns(const Process& process,
-                        const std::function<std::string(const std::function<void()>& enter)>& body) {
-  pid_t pid = process.pid();
-  fs::Fd ns = proc_ns(pid, "mnt");
-  process.require_alive();  // after the open: the namespace is the live container process's
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw_errno("pipe");
-  fs::Fd rd(pipefd[0]), wr(pipefd[1]);
-  pid_t child = ::fork();
-  if (child < 0) throw_errno("fork");
-  if (child == 0) {
-    rd.reset();
-    std::string answer;
-    try {
-      auto enter = [&] {
-        if (::setns(ns.get(), CLONE_NEWNS) != 0) throw_errno("enter the mount namespace of pid " + std::to_string(pid));
-        if (::chdir("/") != 0) throw_errno("chdir to the container's /");
-      };
-      answer = "O" + body(enter);
-    } catch (const std::exception& e) {
-      answer = "E" + describe(e);
-    }
-    const char* p = answer.data();
-    std::size_t left = answer.size();
-    while (left > 0) {
-      ssize_t n = ::write(wr.get(), p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    ::_exit(0);
-  }
-  wr.reset();
-  std::string answer;
-  bool done = read_until({{rd.get(), &answer}}, kMaxAnswer, std::chrono::steady_clock::now() + kChildTimeout);
-  if (!done) ::kill(child, SIGKILL);
-  int status = wait_status(child);
-  if (!done) throw Error("no answer from the child in the container within 10 s (killed)");
-  if (answer.empty())
-    throw Error("the child in the container ended without an answer (status " + std::to_string(status) + ")");
-  if (answer[0] == 'E') throw Error(answer.substr(1));
-  return answer.substr(1);
-}
-
-// Parent is the container path's directory, opened inside the container's
-// root, and the dirs made on the way there.
-struct Parent {
-  fs::Fd fd;  // empty when missing (and not created)
-  std::string name;
-  std::vector<std::string> made;  // "dev/dri", outermost first
-};
-
-// as_owner runs a call that creates a file in dirfd. In a user-namespaced
-// container's own filesystems (its /dev tmpfs) a new file's owner must be
-// mapped there and host root is not (EOVERFLOW): the call is then retried
-// with the directory owner's fsuid/fsgid, which the container maps.
-// CAP_SYS_ADMIN stays; the fs capabilities come back with fsuid 0.
-int as_owner(int dirfd, const std::function<int()>& create) {
-  int rc = create();
-  if (rc == 0 || errno != EOVERFLOW) return rc;
-  struct stat st {};
-  if (::fstat(dirfd, &st) != 0) return -1;
-  ::setfsgid(st.st_gid);
-  ::setfsuid(st.st_uid);
-  rc = create();
-  int err = errno;
-  ::setfsuid(0);
-  ::setfsgid(0);
-  errno = err;
-  return rc;
-}
-
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> out;
-  std::size_t i = 1;
-  while (i <= path.size()) {
-    auto slash = path.find('/', i);
-    if (slash == std::string::npos) slash = path.size();
-    out.push_back(path.substr(i, slash - i));
-    i = slash + 1;
-  }
-  return out;
-}
-
-void remove_dirs(const std::vector<std::string>& made) {
-  for (auto it = made.rbegin(); it != made.rend(); ++it) {
-    auto slash = it->rfind('/');
-    std::string parent = slash == std::string::npos ? "." : it->substr(0, slash);
-    std::string name = slash == std::string::npos ? *it : it->substr(slash + 1);
-    try {
-      fs::Fd p = fs::open_in_root("/", parent);
-      ::unlinkat(p.get(), name.c_str(), AT_REMOVEDIR);  // only an empty one goes
-    } catch (const std::exception&) {
-    }
-  }
-}
-
-// open_parent resolves the parent of path below "/" (the container's root
-// after enter) with RESOLVE_IN_ROOT: no "..", symlink or magic link leads
-// out of it. With create, missing directories are made 0755.
-Parent open_parent(const std::string& path, bool create) {
-  auto comps = components(path);
-  Parent out;
-  out.name = comps.back();
-  comps.pop_back();
-  fs::Fd cur(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!cur) throw_errno("open the container's /");
-  std::string prefix;
-  for (const auto& c : comps) {
-    std::string next = prefix.empty() ? c : prefix + "/" + c;
-    fs::Fd fd;
-    try {
-      fd = fs::open_in_root("/", next);
-    } catch (const fs::NotFound&) {
-      if (!create) return Parent{};
-      if (as_owner(cur.get(), [&] { return ::mkdirat(cur.get(), c.c_str(), 0755); }) != 0 && errno != EEXIST) {
-        int err = errno;
-        remove_dirs(out.made);
-        throw_errno("make directory " + q("/" + next), err);
-      }
-      out.made.push_back(next);
-      fd = fs::open_in_root("/", next);
-    }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) throw_errno("stat " + q("/" + next));
-    if (!S_ISDIR(st.st_mode)) {
-      remove_dirs(out.made);
-      throw Error(q("/" + next) + " is not a directory");
-    }
-    cur = std::move(fd);
-    prefix = next;
-  }
-  out.fd = std::move(cur);
-  return out;
-}
 
 const char* kind(mode_t m) {
   if (S_ISCHR(m)) return "a character device";
@@ -287,17 +130,6 @@ bool empty_placeholder(const struct stat& st) {
 }
 
 }  // namespace
-
-std::string check_container_path(const std::string& path) {
-  if (path.empty() || path[0] != '/') return "must be an absolute path";
-  if (path == "/") return "must name a file, not /";
-  if (contains_control(path)) return "must not contain control characters";
-  for (const auto& c : components(path)) {
-    if (c.empty()) return "must not contain an empty component (//) or end in /";
-    if (c == "." || c == "..") return "must not contain . or .. (it would leave the container's root)";
-  }
-  return "";
-}
 
 const char* method_name(Method m) {
   switch (m) {
