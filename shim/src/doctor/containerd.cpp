@@ -3,7 +3,6 @@
 // specshim as a runtime, and whether their BinaryName is this binary; and
 // whether containerd's own CRI CDI injection reads the spec dirs specshim's
 // cdi modifier reads.
-#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,13 +10,62 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "doctor/containerd_files.h"
 #include "doctor/doctor.h"
 #include "specshim/config.h"
 #include "specshim/error.h"
 #include "specshim/fs.h"
 
 namespace specshim::shim::doctor {
+
+namespace containerd_files {
+
+void Scan::runtime(const fs::path& file, const Runtime& r) {
+  std::string where = file.string() + ": runtime `" + r.name + "`";
+  bool named = r.name.find("specshim") != std::string::npos ||
+               fs::path(r.binary).filename().string().find("specshim") != std::string::npos;
+  bool ours = !r.binary.empty() && same_file(host.path(r.binary), self);
+  if (!named && !ours) return;
+  if (r.binary.empty()) {
+    check.add(Status::fail, where + " has no options.BinaryName: containerd runs plain runc");
+    return;
+  }
+  if (fs::path(r.binary).is_relative()) {
+    check.add(Status::warn,
+              where + ": BinaryName `" + r.binary +
+                  "` is relative: containerd's shim looks it up on its own PATH, which doctor cannot see");
+    return;
+  }
+  std::error_code ec;
+  if (ours) {
+    ++registered;
+    check.add(Status::ok, where + ": BinaryName `" + r.binary + "` is this binary");
+  } else if (!fs::exists(host.path(r.binary), ec)) {
+    check.add(Status::fail,
+              where + ": BinaryName `" + r.binary + "` does not exist (this binary is " + self.string() + ")");
+  } else {
+    check.add(Status::fail, where + ": BinaryName `" + r.binary + "` is not this binary (" + self.string() + ")");
+  }
+  if (r.type != "io.containerd.runc.v2" && r.type != "io.containerd.runc.v1")
+    check.add(Status::fail, where + ": runtime_type `" + r.type + "` ignores BinaryName (use io.containerd.runc.v2)");
+}
+
+void Scan::judge_runtimes() {
+  for (auto& f : found) {
+    Runtime r = f.runtime;
+    if (r.type.empty() && f.loaded)
+      for (const auto& other : found)
+        if (other.loaded && other.runtime.name == r.name && !other.runtime.type.empty()) r.type = other.runtime.type;
+    if (r.type.empty() && r.name == "runc") r.type = "io.containerd.runc.v2";
+    runtime(f.file, r);
+  }
+}
+
+}  // namespace containerd_files
+
 namespace {
+
+using namespace containerd_files;
 
 namespace fs = std::filesystem;
 
@@ -26,52 +74,6 @@ constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/
 // std::vector: its initializer would run at every start, passthrough included.)
 std::vector<std::string> containerd_cdi_dirs() {
   return {"/etc/cdi", "/var/run/cdi"};
-}
-
-struct Runtime {
-  std::string name;
-  std::string type;
-  std::string binary;
-};
-
-bool same_file(const fs::path& a, const fs::path& b) {
-  struct stat sa {
-  }, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-std::vector<fs::path> expand(const fs::path& pattern) {
-  std::vector<fs::path> out;
-  glob_t g{};
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-  ::globfree(&g);
-  return out;
-}
-
-// runtimes walks plugins.<any>.containerd.runtimes.<name>: the CRI plugin is
-// "cri" in config version 1, io.containerd.grpc.v1.cri in 2 and
-// io.containerd.cri.v1.runtime in 3.
-std::vector<Runtime> runtimes(config::Section& root) {
-  std::vector<Runtime> out;
-  if (root.kind("plugins") != config::Kind::table) return out;
-  auto plugins = *root.table("plugins");
-  for (const auto& plugin : plugins.keys()) {
-    if (plugins.kind(plugin) != config::Kind::table) continue;
-    auto p = *plugins.table(plugin);
-    if (p.kind("containerd") != config::Kind::table) continue;
-    auto ctd = *p.table("containerd");
-    if (ctd.kind("runtimes") != config::Kind::table) continue;
-    auto table = *ctd.table("runtimes");
-    for (const auto& name : table.keys()) {
-      if (table.kind(name) != config::Kind::table) continue;
-      auto rt = *table.table(name);
-      Runtime r{name, rt.string("runtime_type").value_or(""), ""};
-      if (rt.kind("options") == config::Kind::table) r.binary = rt.table("options")->string("BinaryName").value_or("");
-      out.push_back(r);
-    }
-  }
-  return out;
 }
 
 // Containerd is the containerd binary doctor found and what its --version
@@ -138,171 +140,6 @@ Containerd find_containerd(const Host& host) {
   return c;
 }
 
-// at names a key's place for a message: "/etc/containerd/config.toml line 12".
-std::string at(const std::string& file, const config::Section& table, std::string_view key) {
-  std::string where = table.where(key);
-  auto line = where.rfind("(line ");
-  return file + (line == std::string::npos ? "" : " " + where.substr(line + 1, where.size() - line - 2));
-}
-
-// Setting is one key of a file's CRI table: its value, where it is set.
-template <typename T>
-struct Setting {
-  std::optional<T> value;
-  std::string at;  // "FILE line N"
-};
-
-// cri_table names the table of enable_cdi and cdi_spec_dirs in a config of
-// the given version: the CRI plugin's "cri" in version 1,
-// io.containerd.grpc.v1.cri in 2, io.containerd.cri.v1.runtime from 3 on.
-const char* cri_table(std::int64_t version) {
-  return version <= 1 ? "cri" : version == 2 ? "io.containerd.grpc.v1.cri" : "io.containerd.cri.v1.runtime";
-}
-
-// File is one containerd config file as containerd reads it.
-struct File {
-  fs::path path;
-  bool loaded = false;  // containerd loads it (the root file and its imports)
-  std::int64_t version = 1;
-  bool has_cri = false;  // it has the CRI table that holds enable_cdi
-  Setting<bool> enable_cdi;
-  Setting<std::vector<std::string>> cdi_dirs;
-  Setting<std::string> default_runtime;  // containerd.default_runtime_name of the CRI table
-};
-
-struct Scan {
-  const Host& host;
-  const fs::path& self;
-  Check& check;
-  int registered = 0;
-  std::vector<File> files;
-  // Found is a runtime as one file defines it, judged once every file is read.
-  struct Found {
-    fs::path file;
-    bool loaded;
-    Runtime runtime;
-  };
-  std::vector<Found> found;
-
-  void runtime(const fs::path& file, const Runtime& r) {
-    std::string where = file.string() + ": runtime `" + r.name + "`";
-    bool named = r.name.find("specshim") != std::string::npos ||
-                 fs::path(r.binary).filename().string().find("specshim") != std::string::npos;
-    bool ours = !r.binary.empty() && same_file(host.path(r.binary), self);
-    if (!named && !ours) return;
-    if (r.binary.empty()) {
-      check.add(Status::fail, where + " has no options.BinaryName: containerd runs plain runc");
-      return;
-    }
-    if (fs::path(r.binary).is_relative()) {
-      check.add(Status::warn,
-                where + ": BinaryName `" + r.binary +
-                    "` is relative: containerd's shim looks it up on its own PATH, which doctor cannot see");
-      return;
-    }
-    std::error_code ec;
-    if (ours) {
-      ++registered;
-      check.add(Status::ok, where + ": BinaryName `" + r.binary + "` is this binary");
-    } else if (!fs::exists(host.path(r.binary), ec)) {
-      check.add(Status::fail,
-                where + ": BinaryName `" + r.binary + "` does not exist (this binary is " + self.string() + ")");
-    } else {
-      check.add(Status::fail, where + ": BinaryName `" + r.binary + "` is not this binary (" + self.string() + ")");
-    }
-    if (r.type != "io.containerd.runc.v2" && r.type != "io.containerd.runc.v1")
-      check.add(Status::fail, where + ": runtime_type `" + r.type + "` ignores BinaryName (use io.containerd.runc.v2)");
-  }
-
-  // cri_cdi reads enable_cdi and cdi_spec_dirs of one file.
-  static void cri_cdi(config::Section& root, File& f) {
-    f.version = root.integer("version", 0, 1000).value_or(1);
-    if (root.kind("plugins") != config::Kind::table) return;
-    auto plugins = *root.table("plugins");
-    const char* name = cri_table(f.version);
-    if (plugins.kind(name) != config::Kind::table) return;
-    auto cri = *plugins.table(name);
-    f.has_cri = true;
-    std::string file = f.path.string();
-    if (cri.has("enable_cdi")) {
-      f.enable_cdi = {cri.boolean("enable_cdi"), at(file, cri, "enable_cdi")};
-    }
-    if (cri.has("cdi_spec_dirs")) {
-      f.cdi_dirs = {cri.strings("cdi_spec_dirs"), at(file, cri, "cdi_spec_dirs")};
-    }
-    if (cri.kind("containerd") == config::Kind::table) {
-      auto ctd = *cri.table("containerd");
-      if (ctd.has("default_runtime_name")) {
-        f.default_runtime = {ctd.string("default_runtime_name"), at(file, ctd, "default_runtime_name")};
-      }
-    }
-  }
-
-  // file scans one config and returns the imports it names, as host paths.
-  std::vector<fs::path> file(const fs::path& path, bool loaded) {
-    std::vector<fs::path> imports;
-    File f;
-    f.path = path;
-    f.loaded = loaded;
-    try {
-      auto doc = config::Document::load(path);
-      auto root = doc.root();
-      for (const auto& r : runtimes(root)) found.push_back({path, loaded, r});
-      for (const auto& imp : root.strings("imports").value_or(std::vector<std::string>{})) {
-        // Relative imports are relative to the importing file (containerd's resolveImports);
-        // a glob may match nothing, a plain path must exist.
-        fs::path p = imp;
-        fs::path full = p.is_absolute() ? host.path(imp) : path.parent_path() / p;
-        auto matched = expand(full);
-        if (matched.empty() && imp.find('*') == std::string::npos && loaded)
-          check.add(Status::warn, path.string() + ": imports `" + imp + "`: " + full.string() +
-                                      " does not exist: containerd fails to start on a missing import");
-        for (const auto& m : matched) imports.push_back(m);
-      }
-      cri_cdi(root, f);
-    } catch (const std::exception& e) {
-      check.add(Status::fail, describe(e));
-    }
-    files.push_back(std::move(f));
-    return imports;
-  }
-
-  // judge_runtimes checks every runtime found. containerd 2.x merges the
-  // loaded files key by key, so a drop-in that sets only a handler's
-  // BinaryName (install-on-host.sh --handler) has the runtime_type of the
-  // root's table; runc without one anywhere is containerd's built-in
-  // handler, of type io.containerd.runc.v2.
-  void judge_runtimes() {
-    for (auto& f : found) {
-      Runtime r = f.runtime;
-      if (r.type.empty() && f.loaded)
-        for (const auto& other : found)
-          if (other.loaded && other.runtime.name == r.name && !other.runtime.type.empty()) r.type = other.runtime.type;
-      if (r.type.empty() && r.name == "runc") r.type = "io.containerd.runc.v2";
-      runtime(f.file, r);
-    }
-  }
-
-  // walk reads start and, breadth first as containerd does, the files it imports.
-  void walk(std::vector<fs::path> queue, bool loaded) {
-    while (!queue.empty()) {
-      auto next = queue.front();
-      queue.erase(queue.begin());
-      if (std::any_of(files.begin(), files.end(), [&](const File& f) { return f.path == next; })) continue;
-      for (auto& imp : file(next, loaded)) queue.push_back(imp);
-    }
-  }
-};
-
-// clean_dir is a spec dir as containerd and specshim would open it:
-// lexically cleaned, and /var/run as /run (a symlink to it on every
-// systemd distribution).
-std::string clean_dir(const std::string& dir) {
-  std::string s = specshim::fs::clean_path(dir);
-  if (s == "/var/run" || s.rfind("/var/run/", 0) == 0) s.erase(0, 4);
-  return s;
-}
-
 std::vector<std::string> missing_from(const std::vector<std::string>& dirs, const std::vector<std::string>& other) {
   std::vector<std::string> out;
   for (const auto& d : dirs)
@@ -314,8 +151,6 @@ std::vector<std::string> missing_from(const std::vector<std::string>& dirs, cons
 std::string listed(const std::vector<std::string>& dirs) {
   return dirs.empty() ? "none" : join(dirs, ", ");
 }
-
-enum class Line { v1_6, v1_7, v2, unknown };
 
 // Which is the containerd line whose merge rules and defaults apply.
 struct Which {
@@ -354,19 +189,6 @@ Which which_containerd(const Scan& scan, const Containerd& ctd, Check& c) {
     }
   }
   return {line, version};
-}
-
-// merged is the value a key of the CRI table has once containerd has read
-// every file it loads. 1.x: an imported file replaces each plugin table it
-// names, whole, so the last file with a CRI table decides (without the key:
-// the default); 2.x merges imported files key by key, so the last file that
-// sets it does.
-template <typename T>
-Setting<T> merged(const Scan& scan, Line line, Setting<T> File::*key) {
-  Setting<T> out;
-  for (const auto& f : scan.files)
-    if (f.loaded && (line != Line::v2 ? f.has_cri : (f.*key).value.has_value())) out = f.*key;
-  return out;
 }
 
 // check_cri_cdi says who injects CDI devices on this node: containerd 1.6

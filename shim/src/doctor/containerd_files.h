@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// containerd's config files as containerd reads them, for doctor's
+// containerd check: the root file and, breadth first, what it imports (and
+// the conf.d drop-ins containerd does not load), each file's runtimes and
+// CRI keys, and how a key's value merges over the loaded files per
+// containerd line.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "doctor/doctor.h"
+#include "specshim/config.h"
+
+namespace specshim::shim::doctor::containerd_files {
+
+namespace fs = std::filesystem;
+
+// Runtime is one plugins.<cri>.containerd.runtimes.<name> table.
+struct Runtime {
+  std::string name;
+  std::string type;
+  std::string binary;
+};
+
+// Setting is one key of a file's CRI table: its value, where it is set.
+template <typename T>
+struct Setting {
+  std::optional<T> value;
+  std::string at;  // "FILE line N"
+};
+
+// File is one containerd config file as containerd reads it.
+struct File {
+  fs::path path;
+  bool loaded = false;  // containerd loads it (the root file and its imports)
+  std::int64_t version = 1;
+  bool has_cri = false;  // it has the CRI table that holds enable_cdi
+  Setting<bool> enable_cdi;
+  Setting<std::vector<std::string>> cdi_dirs;
+  Setting<std::string> default_runtime;  // containerd.default_runtime_name of the CRI table
+};
+
+// Scan is what doctor read of containerd's config files; reading one adds
+// its problems to check (a missing import, a file that does not parse).
+struct Scan {
+  const Host& host;
+  const fs::path& self;
+  Check& check;
+  int registered = 0;
+  std::vector<File> files;
+  // Found is a runtime as one file defines it, judged once every file is read.
+  struct Found {
+    fs::path file;
+    bool loaded;
+    Runtime runtime;
+  };
+  std::vector<Found> found;
+
+  // runtime judges one runtime that is specshim's by name or BinaryName.
+  void runtime(const fs::path& file, const Runtime& r);
+  // cri_cdi reads enable_cdi and cdi_spec_dirs of one file.
+  static void cri_cdi(config::Section& root, File& f);
+  // file scans one config and returns the imports it names, as host paths.
+  std::vector<fs::path> file(const fs::path& path, bool loaded);
+  // judge_runtimes checks every runtime found. containerd 2.x merges the
+  // loaded files key by key, so a drop-in that sets only a handler's
+  // BinaryName (install-on-host.sh --handler) has the runtime_type of the
+  // root's table; runc without one anywhere is containerd's built-in
+  // handler, of type io.containerd.runc.v2.
+  void judge_runtimes();
+  // walk reads start and, breadth first as containerd does, the files it imports.
+  void walk(std::vector<fs::path> queue, bool loaded);
+};
+
+// same_file tells whether two paths name one file (device and inode).
+bool same_file(const fs::path& a, const fs::path& b);
+
+// expand lists the paths a glob pattern matches, in glob(3)'s order.
+std::vector<fs::path> expand(const fs::path& pattern);
+
+// clean_dir is a spec dir as containerd and specshim would open it:
+// lexically cleaned, and /var/run as /run (a symlink to it on every
+// systemd distribution).
+std::string clean_dir(const std::string& dir);
+
+// Line is a containerd release line: how it merges imported files, and its defaults.
+enum class Line { v1_6, v1_7, v2, unknown };
+
+// merged is the value a key of the CRI table has once containerd has read
+// every file it loads. 1.x: an imported file replaces each plugin table it
+// names, whole, so the last file with a CRI table decides (without the key:
+// the default); 2.x merges imported files key by key, so the last file that
+// sets it does.
+template <typename T>
+Setting<T> merged(const Scan& scan, Line line, Setting<T> File::*key) {
+  Setting<T> out;
+  for (const auto& f : scan.files)
+    if (f.loaded && (line != Line::v2 ? f.has_cri : (f.*key).value.has_value())) out = f.*key;
+  return out;
+}
+
+}  // namespace specshim::shim::doctor::containerd_files
