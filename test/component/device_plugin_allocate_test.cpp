@@ -252,6 +252,34 @@ TEST_CASE("pod-sync: all containers' devices, one Allocate for the whole set whe
   }
 }
 
+TEST_CASE("pod-sync: a container's own answer merged for the set fails as itself, require-env whatever on-error") {
+  Node node;
+  node.kubelet.add_pod("ns", "pod", "uid-1",
+                       {{"a", {{"example.com/gpu", {"GPU-1"}}}}, {"b", {{"example.com/gpu", {"GPU-2"}}}}});
+  AllocateResponse bad = device_answer("gpu-b", "GPU-2");  // a relative container path
+  test::write_checkpoint(node.root,
+                         {{"uid-1", "a", "example.com/gpu", {{"0", {"GPU-1"}}}, device_answer("/dev/gpu-a", "GPU-1")},
+                          {"uid-1", "b", "example.com/gpu", {{"0", {"GPU-2"}}}, bad}},
+                         {}, test::CheckpointLayout::numa);
+  Spec spec = spec_with(sibling({{kDevicesFromPod, "true"}}));
+  Json before = spec.json();
+
+  SECTION("on-error = fail: the part's message, not wrapped in the set's") {
+    Run run(node.modifier(node.config(resource("example.com/gpu", "[\"pod-sync\"]"))));
+    std::string error = test::described_error([&] { run(spec); });
+    CHECK_THAT(error, Contains("resolve `example.com/gpu` GPU-2 for container `ctr-1` of pod `ns/pod`"));
+    CHECK_THAT(error, !Contains("GPU-1,GPU-2"));
+  }
+  SECTION("on-error = skip: a part without a require-env key still fails the create") {
+    Run run(node.modifier(node.config(resource("example.com/gpu", "[\"pod-sync\"]",
+                                               "on-error = \"skip\"\nrequire-env = [\"VISIBLE\", \"LIMIT_*\"]\n"))));
+    CHECK_THAT(test::described_error([&] { run(spec); }),
+               Contains("`example.com/gpu` GPU-1 for container `ctr-1` of pod `ns/pod`: the answer from the checkpoint "
+                        "(pod-sync) has no env `LIMIT_*`"));
+    CHECK(spec.json() == before);
+  }
+}
+
 TEST_CASE("direct: an annotation naming devices the pod holds is allocated once") {
   Node node;
   node.kubelet.add_pod("ns", "pod", "uid-1", {{"main", {{"example.com/gpu", {"GPU-1"}}}}});
