@@ -16,6 +16,7 @@ namespace specshim::shim {
 namespace {
 
 using namespace attach;
+using namespace live::attach;
 
 // ---- the command line ----
 

@@ -11,14 +11,12 @@
 
 namespace specshim::shim::attach {
 
-using namespace live::attach;
-
 // setup_of finds the runtime as create does ([runtime] path, else runc or
 // crun on PATH) for the containers under root, with config's [cdi] dirs.
-Setup setup_of(const ConfigFile& config, const std::string& root);
+live::attach::Setup setup_of(const ConfigFile& config, const std::string& root);
 
 // bound_of returns the Bound when [hotplug] bound is "pod-allocation"
 // (proc: where the driver's GPU list is), else nullptr.
-std::unique_ptr<Bound> bound_of(const ConfigFile& config, const std::string& proc);
+std::unique_ptr<live::attach::Bound> bound_of(const ConfigFile& config, const std::string& proc);
 
 }  // namespace specshim::shim::attach

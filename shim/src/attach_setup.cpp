@@ -5,6 +5,8 @@
 
 namespace specshim::shim::attach {
 
+using namespace live::attach;
+
 Setup setup_of(const ConfigFile& config, const std::string& root) {
   return Setup{find_runtime(config.settings.runtime_path), root, config.cdi_dirs, config.doc.file(),
                config.nri.state_dir};

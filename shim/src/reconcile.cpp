@@ -40,6 +40,7 @@ namespace {
 
 namespace sfs = std::filesystem;
 using namespace attach;
+using namespace live::attach;
 
 struct Options {
   std::string root;
