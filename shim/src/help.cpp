@@ -18,6 +18,8 @@ const std::vector<OwnVerb>& own_verbs() {
       {"attached", "show what attach gave a container", attached_main},
       {"reconcile", "give live containers what the desired-state file wants (--watch: keep doing it)", reconcile_main},
       {"diagnose", "explain why a container cannot use its device, layer by layer (read-only)", diagnose_main},
+      {"containerd", "register specshim with the node's containerd: configure, unconfigure, check (plan only)",
+       containerd_main},
       {"nri-hook", "fill the passwd/group copies specshim-nri mounted (its createRuntime hook)", nri_hook_main},
   };
   return verbs;

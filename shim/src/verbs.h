@@ -47,6 +47,10 @@ int diagnose_main(const std::vector<std::string>& argv);
 // createRuntime hook specshim-nri adds (shim/src/nri_hook.cpp, docs/nri.md).
 int nri_hook_main(const std::vector<std::string>& argv);
 
+// containerd_main: specshim containerd configure|unconfigure|check [options], the node
+// installer's logic (shim/src/containerd/, docs/deploying.md).
+int containerd_main(const std::vector<std::string>& argv);
+
 // OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
 // whole argv.
 struct OwnVerb {

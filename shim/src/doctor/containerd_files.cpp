@@ -2,13 +2,9 @@
 // Reading containerd's config files (containerd_files.h).
 #include "doctor/containerd_files.h"
 
-#include <glob.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 
 #include "specshim/error.h"
-#include "specshim/fs.h"
 
 namespace specshim::shim::doctor::containerd_files {
 namespace {
@@ -45,35 +41,13 @@ std::string at(const std::string& file, const config::Section& table, std::strin
   return file + (line == std::string::npos ? "" : " " + where.substr(line + 1, where.size() - line - 2));
 }
 
-// cri_table names the table of enable_cdi and cdi_spec_dirs in a config of
-// the given version: the CRI plugin's "cri" in version 1,
-// io.containerd.grpc.v1.cri in 2, io.containerd.cri.v1.runtime from 3 on.
-const char* cri_table(std::int64_t version) {
-  return version <= 1 ? "cri" : version == 2 ? "io.containerd.grpc.v1.cri" : "io.containerd.cri.v1.runtime";
-}
-
 }  // namespace
-
-bool same_file(const fs::path& a, const fs::path& b) {
-  struct stat sa {
-  }, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-std::vector<fs::path> expand(const fs::path& pattern) {
-  std::vector<fs::path> out;
-  glob_t g{};
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-  ::globfree(&g);
-  return out;
-}
 
 void Scan::cri_cdi(config::Section& root, File& f) {
   f.version = root.integer("version", 0, 1000).value_or(1);
   if (root.kind("plugins") != config::Kind::table) return;
   auto plugins = *root.table("plugins");
-  const char* name = cri_table(f.version);
+  const std::string name = node::containerd_config::cri_plugin(static_cast<int>(f.version));
   if (plugins.kind(name) != config::Kind::table) return;
   auto cri = *plugins.table(name);
   f.has_cri = true;
@@ -127,12 +101,6 @@ void Scan::walk(std::vector<fs::path> queue, bool loaded) {
     if (std::any_of(files.begin(), files.end(), [&](const File& f) { return f.path == next; })) continue;
     for (auto& imp : file(next, loaded)) queue.push_back(imp);
   }
-}
-
-std::string clean_dir(const std::string& dir) {
-  std::string s = specshim::fs::clean_path(dir);
-  if (s == "/var/run" || s.rfind("/var/run/", 0) == 0) s.erase(0, 4);
-  return s;
 }
 
 }  // namespace specshim::shim::doctor::containerd_files

@@ -14,6 +14,7 @@
 
 #include "doctor/doctor.h"
 #include "specshim/config.h"
+#include "specshim/node/containerd_config.h"
 
 namespace specshim::shim::doctor::containerd_files {
 
@@ -26,12 +27,7 @@ struct Runtime {
   std::string binary;
 };
 
-// Setting is one key of a file's CRI table: its value, where it is set.
-template <typename T>
-struct Setting {
-  std::optional<T> value;
-  std::string at;  // "FILE line N"
-};
+using node::containerd_config::Setting;
 
 // File is one containerd config file as containerd reads it.
 struct File {
@@ -76,31 +72,16 @@ struct Scan {
   void walk(std::vector<fs::path> queue, bool loaded);
 };
 
-// same_file tells whether two paths name one file (device and inode).
-bool same_file(const fs::path& a, const fs::path& b);
-
-// expand lists the paths a glob pattern matches, in glob(3)'s order.
-std::vector<fs::path> expand(const fs::path& pattern);
-
-// clean_dir is a spec dir as containerd and specshim would open it:
-// lexically cleaned, and /var/run as /run (a symlink to it on every
-// systemd distribution).
-std::string clean_dir(const std::string& dir);
-
-// Line is a containerd release line: how it merges imported files, and its defaults.
-enum class Line { v1_6, v1_7, v2, unknown };
+using node::containerd_config::clean_dir;
+using node::containerd_config::expand;
+using node::containerd_config::Line;
+using node::containerd_config::same_file;
 
 // merged is the value a key of the CRI table has once containerd has read
-// every file it loads. 1.x: an imported file replaces each plugin table it
-// names, whole, so the last file with a CRI table decides (without the key:
-// the default); 2.x merges imported files key by key, so the last file that
-// sets it does.
+// every file the scan loaded (containerd_config::merged).
 template <typename T>
 Setting<T> merged(const Scan& scan, Line line, Setting<T> File::*key) {
-  Setting<T> out;
-  for (const auto& f : scan.files)
-    if (f.loaded && (line != Line::v2 ? f.has_cri : (f.*key).value.has_value())) out = f.*key;
-  return out;
+  return node::containerd_config::merged(scan.files, line, key);
 }
 
 }  // namespace specshim::shim::doctor::containerd_files
