@@ -14,14 +14,21 @@ Fails (exit 1), naming each offending file, when:
     (LAYERS below);
   - the includes form a circle between modules (a module is foo.h with
     foo.cpp beside it: checkpoint.cpp -> wire.h -> ... -> checkpoint.h);
-  - a source file (library or test) is longer than MAX_LINES lines.
+  - a library's header is not under include/specshim/<its prefix>/ (PREFIX
+    below: `specshim/base/fs.h`, `specshim/modifiers/chain.h`, ...);
+  - a library source file is longer than MAX_LINES lines (a test file:
+    MAX_TEST_LINES).
 --report prints the library dependency graph and the longest files.
 """
 import os
 import re
 import sys
 
-MAX_LINES = 600
+MAX_LINES = 450  # a library's source file
+MAX_TEST_LINES = 600
+# PREFIX: the folder under include/specshim/ that holds each library's headers.
+PREFIX = {"base": "base", "kubelet-client": "kubelet", "node": "node", "spec-modifiers": "modifiers",
+          "live": "live", "nri": "nri"}
 
 # LAYERS: each library folder and the libraries it may include from.
 LAYERS = {
@@ -123,9 +130,13 @@ def main(argv):
             text = f.read()
         lines = text.count("\n")
         lengths.append((lines, path))
-        if lines > MAX_LINES:
-            problems.append(f"{path}: {lines} lines, more than {MAX_LINES}: split it by concern")
         own = library_of(path)
+        limit = MAX_LINES if own else MAX_TEST_LINES
+        if lines > limit:
+            problems.append(f"{path}: {lines} lines, more than {limit}: split it by concern")
+        parts = path.split(os.sep)
+        if own in PREFIX and parts[1] == "include" and parts[2:4] != ["specshim", PREFIX[own]]:
+            problems.append(f"{path}: {own}'s headers live in {own}/include/specshim/{PREFIX[own]}/")
         for name in INCLUDE.findall(text):
             target = resolve(root, path, name)
             if target is None:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one place that talks to libcap.
-#include "specshim/caps.h"
+#include "specshim/base/caps.h"
 
 #include <sys/capability.h>
 
@@ -8,7 +8,7 @@
 #include <cctype>
 #include <memory>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::caps {
 namespace {

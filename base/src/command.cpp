@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // run_command: posix_spawn, a poll loop over the output pipes with a
 // deadline, SIGKILL when it passes, and waitpid.
-#include "specshim/command.h"
+#include "specshim/base/command.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 extern char** environ;
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 
 #include <toml++/toml.h>
 
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <vector>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "toml_prescan.h"
 
 namespace specshim::config {

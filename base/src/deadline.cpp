@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/deadline.h"
+#include "specshim/base/deadline.h"
 
 #include <algorithm>
 

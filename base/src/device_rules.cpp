@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/device_rules.h"
+#include "specshim/base/device_rules.h"
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim {
 namespace {

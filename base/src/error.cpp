@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 #include <cerrno>
 #include <cstring>
@@ -8,7 +8,9 @@
 
 namespace specshim {
 
-void throw_errno(std::string_view what) { throw_errno(what, errno); }
+void throw_errno(std::string_view what) {
+  throw_errno(what, errno);
+}
 
 void throw_errno(std::string_view what, int err) {
   throw Error(std::string(what) + ": " + std::strerror(err));

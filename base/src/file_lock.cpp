@@ -9,9 +9,9 @@
 #include <ctime>
 #include <string>
 
-#include "specshim/deadline.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/deadline.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::fs {
 

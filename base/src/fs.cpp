@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::fs {
 

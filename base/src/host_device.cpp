@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/host_device.h"
+#include "specshim/base/host_device.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim {
 namespace {

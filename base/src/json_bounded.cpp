@@ -7,7 +7,7 @@
 // it than the message keeps.
 #include <string>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim {
 namespace {

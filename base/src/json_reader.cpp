@@ -16,8 +16,8 @@
 #include <numeric>
 #include <vector>
 
-#include "specshim/error.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
 
 namespace specshim::detail {
 namespace {

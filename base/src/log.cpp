@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/log.h"
+#include "specshim/base/log.h"
 
 namespace specshim::log {
 namespace {
@@ -12,7 +12,9 @@ void set_sink(Sink sink, Level level) {
   g_level = sink ? level : Level::off;
 }
 
-bool enabled(Level level) { return g_sink != nullptr && level >= g_level && level != Level::off; }
+bool enabled(Level level) {
+  return g_sink != nullptr && level >= g_level && level != Level::off;
+}
 
 void write(Level level, std::string_view msg) {
   if (enabled(level)) g_sink(level, msg);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/runtime_kind.h"
+#include "specshim/base/runtime_kind.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 #include <algorithm>
 #include <array>
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "json_reader.h"
-#include "specshim/error.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
 
 namespace specshim {
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one place that talks to libseccomp. Only its name tables are used:
 // nothing here builds or loads a filter.
-#include "specshim/syscalls.h"
+#include "specshim/base/syscalls.h"
 
 #include <seccomp.h>
 
 #include <algorithm>
 #include <cctype>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::syscalls {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/text.h"
+#include "specshim/base/text.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a vendor's device node needs beside itself, one row per device kind.
-// Adding a vendor is a row here (specshim/vendors.h).
-#include "specshim/vendors.h"
+// Adding a vendor is a row here (specshim/base/vendors.h).
+#include "specshim/base/vendors.h"
 
 #include <fnmatch.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/text.h"
+#include "specshim/base/text.h"
 
 namespace specshim::kubelet::checkpoint_json {
 

@@ -17,9 +17,9 @@
 #include <cerrno>
 #include <ctime>
 
-#include "specshim/command.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/command.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/device_rules.h"
@@ -291,7 +291,8 @@ Released release(Record rec, const Release& r) {
     for (auto& d : rec.devices) std::erase(d.reconcile, k);
     for (auto& m : rec.mounts) std::erase(m.reconcile, k);
     std::erase(rec.reconciled, k);
-    if (k.rfind("cdi ", 0) == 0 && std::erase(rec.create_cdi, k.substr(4))) out.in_spec.push_back(k);
+    auto w = hotplug::Want::parse(k);
+    if (w && w->kind == hotplug::Want::Kind::cdi && std::erase(rec.create_cdi, w->arg)) out.in_spec.push_back(k);
   }
   std::erase_if(rec.devices, [](const RecordedDevice& d) { return !d.held(); });
   std::erase_if(rec.mounts, [](const RecordedMount& m) { return !m.held(); });

@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <limits>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/spec.h"
 #include "specshim/node/nri_status.h"
-#include "specshim/spec.h"
 
 namespace specshim::live::attach {
 namespace {
@@ -181,7 +181,7 @@ Record current_record(const std::filesystem::path& bundle, const std::string& id
   r.create_rules = grant->rules;
   r.create_cdi = grant->cdi;
   for (const auto& g : grant->devices) r.reconciled.push_back(g.key);
-  for (const auto& c : grant->cdi) r.reconciled.push_back("cdi " + c);
+  for (const auto& c : grant->cdi) r.reconciled.push_back(hotplug::Want{hotplug::Want::Kind::cdi, c}.key());
   return r;
 }
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "specshim/error.h"
-#include "specshim/host_device.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
 #include "specshim/live/attach.h"
 #include "specshim/live/container.h"
 #include "specshim/node/cdi.h"
@@ -129,9 +129,9 @@ std::string not_applied_reason(const std::string& edit) {
   return "a running container's process cannot take it";
 }
 
-void check_bound(Bound* bound, const Target& t, const Wanted& w) {
+void check_bound(pod_allocation::Node* bound, const Target& t, const Wanted& w) {
   if (!bound) return;
-  std::vector<pod_allocation::Want> wants;
+  std::vector<pod_allocation::Asked> wants;
   for (const auto& d : w.devices) {
     std::string what = !d.reconcile.empty() ? d.reconcile.front()
                        : !d.cdi.empty()     ? "CDI device " + q(d.cdi.front())

@@ -14,8 +14,8 @@
 #include <memory>
 #include <sstream>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::live {
 namespace {

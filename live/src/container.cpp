@@ -19,9 +19,9 @@
 
 #include "container_path.h"
 #include "mount_namespace.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/spec.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::live {
 namespace {

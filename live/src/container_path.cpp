@@ -10,7 +10,7 @@
 
 #include <cerrno>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/live/container.h"
 
 namespace specshim::live {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::live {
 

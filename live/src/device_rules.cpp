@@ -8,7 +8,7 @@
 #include <map>
 #include <tuple>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::live {
 namespace {
@@ -73,9 +73,9 @@ Key key_of(const DeviceRule& r) {
   return {r.type, r.major.value_or(-1), r.minor.value_or(-1)};
 }
 
-// State is the v1 controller's after a rule list: the default and the
+// Controller is the v1 controller after a rule list: the default and the
 // exceptions, each holding the access it grants against the default.
-struct State {
+struct Controller {
   bool default_allow = false;
   std::map<Key, Bits> exceptions;
 };
@@ -87,11 +87,11 @@ std::string key_text(const Key& k) {
 
 // emulate applies rules the way the controller (and runc's emulator) does,
 // refusing, as runc does, a removal that a wildcard exception would undo.
-State emulate(const std::vector<DeviceRule>& rules) {
-  State s;
+Controller emulate(const std::vector<DeviceRule>& rules) {
+  Controller s;
   for (const auto& r : rules) {
     if (r.type == 'a') {
-      s = State{r.allow, {}};
+      s = Controller{r.allow, {}};
       continue;
     }
     Key k = key_of(r);
@@ -193,7 +193,7 @@ bool reference_decision(const std::vector<DeviceRule>& rules, const Access& acce
 }
 
 Reduced reduce(const std::vector<DeviceRule>& rules) {
-  State s = emulate(rules);
+  Controller s = emulate(rules);
   Reduced out{s.default_allow, {}};
   for (const auto& [key, held] : s.exceptions) {
     auto [type, major, minor] = key;
@@ -204,7 +204,7 @@ Reduced reduce(const std::vector<DeviceRule>& rules) {
 }
 
 std::vector<bpf_insn> compile_program(const std::vector<DeviceRule>& rules) {
-  State s = emulate(rules);
+  Controller s = emulate(rules);
   // r2 = type, r3 = access (bpf_cgroup_dev_ctx.access_type's halves), r4 = major, r5 = minor.
   std::vector<bpf_insn> p = {
       load_word(BPF_REG_2, offsetof(bpf_cgroup_dev_ctx, access_type)),

@@ -10,9 +10,9 @@
 
 #include <cerrno>
 
-#include "specshim/command.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/command.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::live {
 namespace {

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::live {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::live::attach {
 namespace {
@@ -23,26 +23,34 @@ void own(Wanted& w, const std::string& key) {
 }
 
 // wanted_by is what one desired-state want asks for.
-Wanted wanted_by(const Setup& setup, const Target& t, const std::string& key, const std::string& proc) {
+Wanted wanted_by(const Setup& setup, const Target& t, const hotplug::Want& want, const std::string& proc) {
+  using Kind = hotplug::Want::Kind;
   Wanted one;
-  if (key.rfind("device ", 0) == 0) {
-    one.devices.push_back(device_wanted(hotplug::parse_device_arg(key.substr(7))));
-  } else if (key.rfind("gpu ", 0) == 0) {
-    std::string node = gpu_nodes({key.substr(4)}, proc).front();
-    one.devices.push_back(device_wanted(DeviceArg{node, node, "rwm"}));
-  } else {
-    cdi_wanted(setup, t, {key.substr(4)}, one);
+  switch (want.kind) {
+    case Kind::device:
+      one.devices.push_back(device_wanted(hotplug::parse_device_arg(want.arg)));
+      break;
+    case Kind::gpu: {
+      std::string node = gpu_nodes({want.arg}, proc).front();
+      one.devices.push_back(device_wanted(DeviceArg{node, node, "rwm"}));
+      break;
+    }
+    case Kind::cdi:
+      cdi_wanted(setup, t, {want.arg}, one);
+      break;
   }
-  own(one, key);
+  own(one, want.key());
   return one;
 }
 
 }  // namespace
 
 std::optional<Reconciled> reconcile_container(const Setup& setup, const ContainerState& c,
-                                              const std::vector<std::string>& wanted, const std::string& proc,
-                                              Bound* bound) {
-  std::set<std::string> want(wanted.begin(), wanted.end());
+                                              const std::vector<hotplug::Want>& wanted, const std::string& proc,
+                                              pod_allocation::Node* bound) {
+  std::vector<std::string> keys;
+  for (const auto& w : wanted) keys.push_back(w.key());
+  std::set<std::string> want(keys.begin(), keys.end());
   auto recorded = [](const Record& r) { return std::set<std::string>(r.reconciled.begin(), r.reconciled.end()); };
   if (want == recorded(current_record(c.bundle, c.id, setup.nri_state_dir))) return std::nullopt;  // no pin, no lock
 
@@ -53,16 +61,21 @@ std::optional<Reconciled> reconcile_container(const Setup& setup, const Containe
   std::set<std::string> had = recorded(out.before);
   for (const auto& k : had)
     if (!want.count(k)) out.dropped.push_back(k);
-  for (const auto& k : wanted)
-    if (!had.count(k)) out.added.push_back(k);
+  std::vector<const hotplug::Want*> added;
+  for (const auto& w : wanted)
+    if (!had.count(w.key())) {
+      out.added.push_back(w.key());
+      added.push_back(&w);
+    }
 
   Released released = release(out.before, Release{{}, {}, out.dropped});
   out.in_spec = std::move(released.in_spec);
   Record after = std::move(released.record);
   Wanted w;
   std::vector<std::string> refused;
-  for (const auto& k : out.added) {
-    Wanted one = wanted_by(setup, t, k, proc);
+  for (const hotplug::Want* a : added) {
+    const std::string k = a->key();
+    Wanted one = wanted_by(setup, t, *a, proc);
     try {
       check_bound(bound, t, one);
     } catch (const pod_allocation::Refused& e) {
@@ -75,7 +88,7 @@ std::optional<Reconciled> reconcile_container(const Setup& setup, const Containe
     w.mounts.insert(w.mounts.end(), one.mounts.begin(), one.mounts.end());
   }
   after.reconciled.clear();
-  for (const auto& k : wanted)
+  for (const auto& k : keys)
     if (std::find(refused.begin(), refused.end(), k) == refused.end()) after.reconciled.push_back(k);
   out.change = transition(t, out.before, plan(after, w).record);
   return out;

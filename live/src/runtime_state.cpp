@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runtime's `state` and `list`, run as commands and read as JSON (the
-// same for every runtime kind: specshim/runtime_kind.h); its own error
+// same for every runtime kind: specshim/base/runtime_kind.h); its own error
 // message is quoted without logrus's decoration.
 #include "specshim/live/runtime_state.h"
 
 #include <initializer_list>
 
-#include "specshim/command.h"
-#include "specshim/error.h"
-#include "specshim/runtime_kind.h"
-#include "specshim/spec.h"
-#include "specshim/text.h"
+#include "specshim/base/command.h"
+#include "specshim/base/error.h"
+#include "specshim/base/runtime_kind.h"
+#include "specshim/base/spec.h"
+#include "specshim/base/text.h"
 
 namespace specshim::live {
 namespace {

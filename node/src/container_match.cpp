@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim {

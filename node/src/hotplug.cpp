@@ -20,11 +20,11 @@
 #include <tuple>
 
 #include "cdi/document_fields.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/host_device.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/host_device.h"
+#include "specshim/base/spec.h"
 #include "specshim/node/cdi.h"
-#include "specshim/spec.h"
 
 namespace specshim::hotplug {
 namespace {
@@ -235,11 +235,34 @@ std::string Entry::who() const {
   return "container " + q(id);
 }
 
+namespace {
+constexpr std::pair<Want::Kind, std::string_view> kWantKinds[] = {
+    {Want::Kind::device, "device "}, {Want::Kind::gpu, "gpu "}, {Want::Kind::cdi, "cdi "}};
+}  // namespace
+
+std::string Want::key() const {
+  for (const auto& [k, prefix] : kWantKinds)
+    if (k == kind) return std::string(prefix) + arg;
+  return arg;
+}
+
+std::optional<Want> Want::parse(std::string_view key) {
+  for (const auto& [k, prefix] : kWantKinds)
+    if (key.substr(0, prefix.size()) == prefix) return Want{k, std::string(key.substr(prefix.size()))};
+  return std::nullopt;
+}
+
+std::vector<Want> Entry::wants() const {
+  std::vector<Want> out;
+  for (const auto& d : devices) out.push_back({Want::Kind::device, d.host + ":" + d.container + ":" + d.permissions});
+  for (const auto& g : gpus) out.push_back({Want::Kind::gpu, g});
+  for (const auto& c : cdi) out.push_back({Want::Kind::cdi, c});
+  return out;
+}
+
 std::vector<std::string> Entry::keys() const {
   std::vector<std::string> out;
-  for (const auto& d : devices) out.push_back("device " + d.host + ":" + d.container + ":" + d.permissions);
-  for (const auto& g : gpus) out.push_back("gpu " + g);
-  for (const auto& c : cdi) out.push_back("cdi " + c);
+  for (const auto& w : wants()) out.push_back(w.key());
   return out;
 }
 
@@ -347,7 +370,7 @@ Json node_json(const GrantedDevice& d) {
               {"gid", d.gid}};
 }
 
-std::string grant_json(const Grant& g) {
+std::string grant_json(const CreateGrant& g) {
   Json devices = Json::array();
   for (const auto& d : g.devices) {
     Json j = {{"key", d.key}};
@@ -361,11 +384,11 @@ std::string grant_json(const Grant& g) {
   return doc.dump(2) + "\n";
 }
 
-Grant parse_grant(std::string_view text, const std::string& file) {
+CreateGrant parse_grant(std::string_view text, const std::string& file) {
   std::string where = "grant " + q(file);
   Json doc = parse_json(text, "parse " + q(file));
   if (!doc.is_object()) throw Error(where + ": not a JSON object");
-  Grant g;
+  CreateGrant g;
   g.container = get<std::string>(doc, "container", where);
   g.desired = get<std::string>(doc, "desired", where);
   auto list = [&](const char* key) {
@@ -393,7 +416,7 @@ Grant parse_grant(std::string_view text, const std::string& file) {
   return g;
 }
 
-std::optional<Grant> read_grant(const std::filesystem::path& bundle) {
+std::optional<CreateGrant> read_grant(const std::filesystem::path& bundle) {
   std::filesystem::path file = bundle / kGrantFile;
   struct stat st {};
   if (::lstat(file.c_str(), &st) != 0) {

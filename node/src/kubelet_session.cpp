@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "specshim/node/kubelet_session.h"
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim {
 

@@ -5,9 +5,9 @@
 #include <cctype>
 #include <cerrno>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/spec.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/spec.h"
 
 namespace specshim {
 
@@ -57,7 +57,7 @@ std::filesystem::path file(const NriSettings& nri) {
   return std::filesystem::path(nri.state_dir) / ".registered";
 }
 
-void write(const NriSettings& nri, const Status& s) {
+void write(const NriSettings& nri, const Registration& s) {
   std::error_code ec;
   std::filesystem::create_directories(nri.state_dir, ec);
   if (ec) throw Error("create `" + nri.state_dir + "`: " + ec.message());
@@ -71,13 +71,13 @@ void remove(const NriSettings& nri) {
   std::filesystem::remove(file(nri), ec);
 }
 
-std::optional<Status> read(const NriSettings& nri) {
+std::optional<Registration> read(const NriSettings& nri) {
   std::filesystem::path path = file(nri);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
     Json j = parse_json(fs::read_regular_file(path, 64 << 10), "");
-    Status s;
+    Registration s;
     s.pid = j.at("pid").get<pid_t>();
     s.plugin = j.at("plugin").get<std::string>();
     s.runtime = j.at("runtime").get<std::string>();

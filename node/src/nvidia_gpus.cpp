@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <charconv>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/text.h"
 
 namespace specshim::nvidia {
 namespace {

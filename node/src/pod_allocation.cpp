@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
@@ -110,8 +110,8 @@ PodResourcesLookup helper_lookup(const Sources& sources) {
   };
 }
 
-struct Node::State {
-  State(Sources s, PodResourcesLookup l) : sources(std::move(s)), lookup(std::move(l)) {}
+struct Node::Reads {
+  Reads(Sources s, PodResourcesLookup l) : sources(std::move(s)), lookup(std::move(l)) {}
   Sources sources;
   PodResourcesLookup lookup;
 
@@ -322,7 +322,7 @@ struct Node::State {
 };
 
 Node::Node(Sources sources, PodResourcesLookup lookup)
-    : state_(std::make_unique<State>(std::move(sources), std::move(lookup))) {}
+    : state_(std::make_unique<Reads>(std::move(sources), std::move(lookup))) {}
 Node::~Node() = default;
 
 const Sources& Node::sources() const {
@@ -356,8 +356,8 @@ Allocation Node::container_allocation(const pod_identity::PodRef& pod, const std
   return allocation(pod, uid).of_container(container);
 }
 
-std::vector<Want> Node::cdi_wants(const std::string& name, const std::string& what) {
-  std::vector<Want> out;
+std::vector<Asked> Node::cdi_wants(const std::string& name, const std::string& what) {
+  std::vector<Asked> out;
   for (const auto& n : state_->cdi_nodes(name, true)) out.push_back({what, n.path, n.number});
   return out;
 }
@@ -372,7 +372,7 @@ Target target_of(const Spec& spec) {
   return t;
 }
 
-void check_bound(Node& node, const Target& target, const std::vector<Want>& wants) {
+void check_bound(Node& node, const Target& target, const std::vector<Asked>& wants) {
   std::vector<std::string> refused;
   const auto& id = target.identity;
   for (const auto& w : wants) {

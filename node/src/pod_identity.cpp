@@ -8,10 +8,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "specshim/caps.h"
-#include "specshim/device_rules.h"
-#include "specshim/error.h"
-#include "specshim/text.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
 
 namespace specshim::pod_identity {
 namespace {

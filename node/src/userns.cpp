@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::userns {
 namespace {

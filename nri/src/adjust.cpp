@@ -8,7 +8,7 @@
 
 #include "adjust_parts.h"
 #include "applied.h"
-#include "specshim/text.h"
+#include "specshim/base/text.h"
 
 namespace specshim::nri {
 namespace {

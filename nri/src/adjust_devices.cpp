@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "adjust_parts.h"
-#include "specshim/device_rules.h"
-#include "specshim/log.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/log.h"
 
 namespace specshim::nri {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/nri/adjust.h"
 
 namespace specshim::nri {

@@ -14,9 +14,9 @@
 #include <optional>
 #include <thread>
 
-#include "specshim/config_file.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/node/nri_status.h"
 #include "specshim/nri/plugin.h"
 

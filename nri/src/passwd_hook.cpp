@@ -5,10 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "specshim/create.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/passwd_copies.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/modifiers/create.h"
+#include "specshim/modifiers/passwd_copies.h"
 
 namespace specshim::nri {
 

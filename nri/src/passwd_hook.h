@@ -2,15 +2,15 @@
 // passwd without a rootfs ([nri] passwd-hook): the plugin mounts empty copies
 // of /etc/passwd and /etc/group from the container's state directory and
 // adds a createRuntime hook, `specshim nri-hook`, that fills them from the
-// bundle and rootfs before the process starts (specshim/passwd_copies.h).
+// bundle and rootfs before the process starts (specshim/modifiers/passwd_copies.h).
 #pragma once
 
 #include <filesystem>
 #include <string>
 
 #include "api.pb.h"
-#include "specshim/config_file.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/config_file.h"
 
 namespace specshim::nri {
 

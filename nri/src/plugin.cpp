@@ -9,10 +9,10 @@
 #include <set>
 
 #include "passwd_hook.h"
-#include "specshim/create.h"
-#include "specshim/deadline.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/deadline.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/create.h"
 #include "specshim/node/nri_status.h"
 
 namespace specshim::nri {
@@ -38,8 +38,9 @@ std::int32_t Plugin::configure(const api::ConfigureRequest& req) {
       "kubelet's calls, the helper and file locks end by then",
       answer_within(settings_).count());
   try {
-    nri_status::write(settings_, nri_status::Status{::getpid(), settings_.index + "-" + name_, level_.runtime,
-                                                    level_.nri_minor, static_cast<std::int64_t>(::time(nullptr))});
+    nri_status::write(
+        settings_, nri_status::Registration{::getpid(), settings_.index + "-" + name_, level_.runtime, level_.nri_minor,
+                                            static_cast<std::int64_t>(::time(nullptr))});
   } catch (const std::exception& e) {
     log::warn("nri: {} (doctor will not see the plugin registered)", describe(e));
   }
@@ -101,7 +102,7 @@ api::CreateContainerResponse Plugin::create_container(const api::CreateContainer
   } catch (const std::exception& e) {
     std::string msg = cap_message("specshim: " + what + ": " + describe(e));
     log::warn("nri: {}", msg);
-    throw Status{kFailedPrecondition, msg};
+    throw RpcStatus{kFailedPrecondition, msg};
   }
 }
 

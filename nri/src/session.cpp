@@ -11,8 +11,8 @@
 #include <functional>
 #include <map>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
 #include "specshim/nri/frames.h"
 #include "ttrpc.pb.h"
 
@@ -33,7 +33,7 @@ int ms_left(Clock::time_point deadline) {
 template <typename M>
 M parse(const std::string& payload, const std::string& method) {
   M m;
-  if (!m.ParseFromString(payload)) throw Status{3, "cannot decode the " + method + " request"};  // InvalidArgument
+  if (!m.ParseFromString(payload)) throw RpcStatus{3, "cannot decode the " + method + " request"};  // InvalidArgument
   return m;
 }
 
@@ -137,16 +137,16 @@ class Connection {
     ttrpc::Response resp;
     ttrpc::Request req;
     try {
-      if (m.oversized) throw Status{kResourceExhausted, "a request over 4 MiB"};
-      if (!req.ParseFromString(m.data)) throw Status{3, "cannot decode the ttRPC request"};
-      if (req.service() != kPluginService) throw Status{kUnimplemented, "service " + req.service()};
+      if (m.oversized) throw RpcStatus{kResourceExhausted, "a request over 4 MiB"};
+      if (!req.ParseFromString(m.data)) throw RpcStatus{3, "cannot decode the ttRPC request"};
+      if (req.service() != kPluginService) throw RpcStatus{kUnimplemented, "service " + req.service()};
       std::string payload = call(req.method(), req.payload());
       // Room for the envelope: a reply ttRPC cannot carry fails this call only.
       if (payload.size() > kMaxMessageBytes - 64)
-        throw Status{kResourceExhausted, "the " + req.method() + " reply is " + std::to_string(payload.size()) +
-                                             " bytes, over ttRPC's 4 MiB"};
+        throw RpcStatus{kResourceExhausted, "the " + req.method() + " reply is " + std::to_string(payload.size()) +
+                                                " bytes, over ttRPC's 4 MiB"};
       resp.set_payload(std::move(payload));
-    } catch (const Status& s) {
+    } catch (const RpcStatus& s) {
       resp.mutable_status()->set_code(s.code);
       resp.mutable_status()->set_message(s.message);
     } catch (const std::exception& e) {
@@ -191,7 +191,7 @@ class Connection {
     if (method == "UpdateContainer") return api::UpdateContainerResponse().SerializeAsString();
     if (method == "Shutdown") return api::Empty().SerializeAsString();
     // Newer runtimes fall back to StateChange for an event on Unimplemented.
-    throw Status{kUnimplemented, "method " + method};
+    throw RpcStatus{kUnimplemented, "method " + method};
   }
 
   int fd_;

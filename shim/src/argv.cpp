@@ -3,13 +3,13 @@
 
 #include <string_view>
 
-#include "specshim/error.h"
-#include "specshim/runtime_kind.h"
+#include "specshim/base/error.h"
+#include "specshim/base/runtime_kind.h"
 
 namespace specshim::shim {
 namespace {
 
-// The flags of every runtime kind (specshim/runtime_kind.h): runc 1.1–1.5
+// The flags of every runtime kind (specshim/base/runtime_kind.h): runc 1.1–1.5
 // and crun.
 using runtime::Flag;
 

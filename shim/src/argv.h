@@ -39,7 +39,7 @@ struct RuncArgs {
 };
 
 // parse_runc_args reads argv (argv[0] is the program) with runc 1.1–1.5's grammar
-// and the flags of every runtime kind (specshim/runtime_kind.h: runc, crun):
+// and the flags of every runtime kind (specshim/base/runtime_kind.h: runc, crun):
 // Go flag syntax for global flags (-f, --f, -f=v, --f=v, -f v; parsing stops at
 // the first non-flag or "--"), then the subcommand, then for create, run and
 // restore its flags in any position (urfave/cli reorders them) and one

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "verb_cli.h"
 #include "verbs.h"
 

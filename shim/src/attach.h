@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "specshim/config_file.h"
 #include "specshim/live/attach.h"
+#include "specshim/modifiers/config_file.h"
 
 namespace specshim::shim::attach {
 
@@ -15,8 +15,8 @@ namespace specshim::shim::attach {
 // crun on PATH) for the containers under root, with config's [cdi] dirs.
 live::attach::Setup setup_of(const ConfigFile& config, const std::string& root);
 
-// bound_of returns the Bound when [hotplug] bound is "pod-allocation"
+// bound_of returns the node's allocation view when [hotplug] bound is "pod-allocation"
 // (proc: where the driver's GPU list is), else nullptr.
-std::unique_ptr<live::attach::Bound> bound_of(const ConfigFile& config, const std::string& proc);
+std::unique_ptr<pod_allocation::Node> bound_of(const ConfigFile& config, const std::string& proc);
 
 }  // namespace specshim::shim::attach

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/create.h"
+#include "specshim/modifiers/create.h"
 
 #include <cstdio>
 
@@ -7,9 +7,9 @@
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"
-#include "specshim/config_file.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/config_file.h"
 #include "verbs.h"
 
 #ifndef SPECSHIM_VERSION

@@ -4,9 +4,9 @@
 
 #include "argv.h"
 #include "settings.h"
-#include "specshim/config_file.h"
-#include "specshim/create.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/config_file.h"
+#include "specshim/modifiers/create.h"
 #include "verb_cli.h"
 #include "verbs.h"
 

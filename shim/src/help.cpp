@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "specshim/registry.h"
+#include "specshim/modifiers/registry.h"
 #include "verbs.h"
 
 namespace specshim::shim {

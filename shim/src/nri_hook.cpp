@@ -9,10 +9,10 @@
 #include <iostream>
 
 #include "argv.h"
-#include "specshim/config_file.h"
-#include "specshim/create.h"
-#include "specshim/error.h"
-#include "specshim/passwd_copies.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/config_file.h"
+#include "specshim/modifiers/create.h"
+#include "specshim/modifiers/passwd_copies.h"
 #include "verb_cli.h"
 #include "verbs.h"
 

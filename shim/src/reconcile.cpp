@@ -23,12 +23,12 @@
 #include <set>
 
 #include "attach.h"
-#include "specshim/create.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/host_device.h"
-#include "specshim/modifier.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/host_device.h"
+#include "specshim/modifiers/create.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/hotplug.h"
 #include "specshim/node/nvidia_gpus.h"
 #include "specshim/node/pod_allocation.h"
@@ -163,7 +163,7 @@ class Reconciler {
     }
     const hotplug::Entry* entry = hotplug::select(d, c.id, identity);
     if (entry) matched.insert(entry);
-    std::vector<std::string> wanted = entry ? entry->keys() : std::vector<std::string>{};
+    std::vector<hotplug::Want> wanted = entry ? entry->wants() : std::vector<hotplug::Want>{};
     std::string who = "container " + q(c.id) + (entry && entry->pod ? " (" + entry->who() + ")" : "");
     try {
       auto done = reconcile_container(setup_, c, wanted, proc_, bound_.get());
@@ -225,7 +225,7 @@ class Reconciler {
   std::string desired_;
   std::string proc_;
   std::optional<std::vector<nvidia::Gpu>> gpus_;
-  std::unique_ptr<Bound> bound_;  // [hotplug] bound = "pod-allocation": this pass's view of the kubelet
+  std::unique_ptr<pod_allocation::Node> bound_;  // [hotplug] bound = "pod-allocation": this pass's view of the kubelet
   std::string last_report_;
   std::set<std::string> unmatched_;
 };

@@ -8,8 +8,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "specshim/error.h"
-#include "specshim/runtime_kind.h"
+#include "specshim/base/error.h"
+#include "specshim/base/runtime_kind.h"
 
 namespace specshim::shim {
 namespace {
@@ -19,11 +19,21 @@ std::string go_quote(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];

@@ -7,15 +7,17 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "specshim/error.h"
-#include "specshim/runtime_kind.h"
+#include "specshim/base/error.h"
+#include "specshim/base/runtime_kind.h"
 
 extern char** environ;
 
 namespace specshim::shim {
 namespace {
 
-bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 bool is_executable_file(const std::string& path, struct stat& st) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;

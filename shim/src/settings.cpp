@@ -4,7 +4,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::shim {
 namespace {

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shim's use of its own tables ([runtime] and [log], read with the
-// config file: specshim/config_file.h): the passthrough path's runtime path,
+// config file: specshim/modifiers/config_file.h): the passthrough path's runtime path,
 // and the debug log.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "specshim/config.h"
-#include "specshim/config_file.h"
-#include "specshim/log.h"
+#include "specshim/base/config.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/config_file.h"
 
 namespace specshim::shim {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/allocation_sources.h"
+#include "specshim/modifiers/allocation_sources.h"
 
 #include <memory>
 
-#include "specshim/device_plugin.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/kubelet_session.h"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/chain.h"
+#include "specshim/modifiers/chain.h"
 
 #include <algorithm>
 #include <exception>
 #include <utility>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
 
 namespace specshim {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/chain_facts.h"
+#include "specshim/modifiers/chain_facts.h"
 
-#include "specshim/modifiers.h"
+#include "specshim/modifiers/factories.h"
 
 namespace specshim {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/config_file.h"
+#include "specshim/modifiers/config_file.h"
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim {

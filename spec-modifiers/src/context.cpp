@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/modifier.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim {
 

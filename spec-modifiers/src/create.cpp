@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/create.h"
+#include "specshim/modifiers/create.h"
 
 #include <sys/stat.h>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/registry.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/registry.h"
 
 namespace specshim::create {
 

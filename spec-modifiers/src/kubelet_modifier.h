@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "specshim/config.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim {

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // One line per modifier, in default chain order. Each modifier lives in its own
 // folder (src/<name>/) and exposes make_<name>.
-#include "specshim/registry.h"
+#include "specshim/modifiers/registry.h"
 
 #include <algorithm>
 #include <string>
 
-#include "specshim/allocation_sources.h"
-#include "specshim/error.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/allocation_sources.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/hotplug.h"
 

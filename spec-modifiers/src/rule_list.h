@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 
 namespace specshim {
 

@@ -11,16 +11,18 @@ trap 'rm -rf "$tmp"' EXIT
 # side by side on node, shim on top.
 good() {
   rm -rf "$tmp/tree"
-  mkdir -p "$tmp/tree"/{base,kubelet-client,node,spec-modifiers,live,shim}/{include/specshim,src} "$tmp/tree/test"
+  mkdir -p "$tmp/tree"/{base,kubelet-client,node,spec-modifiers,live,shim}/src "$tmp/tree/test"
+  mkdir -p "$tmp/tree"/base/include/specshim/base "$tmp/tree"/node/include/specshim/node \
+    "$tmp/tree"/spec-modifiers/include/specshim/modifiers "$tmp/tree"/live/include/specshim/live
   cd "$tmp/tree"
-  printf '#pragma once\n' > base/include/specshim/error.h
-  printf '#include "specshim/error.h"\n' > base/src/error.cpp
+  printf '#pragma once\n' > base/include/specshim/base/error.h
+  printf '#include "specshim/base/error.h"\n' > base/src/error.cpp
   printf '#pragma once\n' > base/src/private.h
-  printf '#pragma once\n#include "specshim/error.h"\n' > node/include/specshim/grant.h
-  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/grant.h"\n' > spec-modifiers/include/specshim/chain.h
-  printf '#include "specshim/chain.h"\n' > spec-modifiers/src/chain.cpp
-  printf '#pragma once\n#include "specshim/error.h"\n#include "specshim/grant.h"\n' > live/include/specshim/container.h
-  printf '#include "specshim/container.h"\n#include "specshim/chain.h"\n' > shim/src/main.cpp
+  printf '#pragma once\n#include "specshim/base/error.h"\n' > node/include/specshim/node/grant.h
+  printf '#pragma once\n#include "specshim/base/error.h"\n#include "specshim/node/grant.h"\n' > spec-modifiers/include/specshim/modifiers/chain.h
+  printf '#include "specshim/modifiers/chain.h"\n' > spec-modifiers/src/chain.cpp
+  printf '#pragma once\n#include "specshim/base/error.h"\n#include "specshim/node/grant.h"\n' > live/include/specshim/live/container.h
+  printf '#include "specshim/live/container.h"\n#include "specshim/modifiers/chain.h"\n' > shim/src/main.cpp
 }
 
 fails_with() {  # what the check must say
@@ -44,20 +46,20 @@ printf '#include "../../base/src/private.h"\n' >> spec-modifiers/src/chain.cpp
 fails_with 'spec-modifiers/src/chain.cpp: includes "../../base/src/private.h" from base/src/'
 
 good  # upward: base includes a modifier header
-printf '#include "specshim/chain.h"\n' >> base/src/error.cpp
-fails_with 'base/src/error.cpp: includes "specshim/chain.h" of spec-modifiers, which base must not depend on'
+printf '#include "specshim/modifiers/chain.h"\n' >> base/src/error.cpp
+fails_with 'base/src/error.cpp: includes "specshim/modifiers/chain.h" of spec-modifiers, which base must not depend on'
 
 good  # downward but against the order: spec-modifiers includes live (live stands on spec-modifiers)
-printf '#include "specshim/container.h"\n' >> spec-modifiers/src/chain.cpp
-fails_with 'spec-modifiers/src/chain.cpp: includes "specshim/container.h" of live, which spec-modifiers must not depend on'
+printf '#include "specshim/live/container.h"\n' >> spec-modifiers/src/chain.cpp
+fails_with 'spec-modifiers/src/chain.cpp: includes "specshim/live/container.h" of live, which spec-modifiers must not depend on'
 
 good  # sideways: live includes a modifier header (both stand on node)
-printf '#include "specshim/chain.h"\n' >> live/include/specshim/container.h
-fails_with 'live/include/specshim/container.h: includes "specshim/chain.h" of spec-modifiers, which live must not depend on'
+printf '#include "specshim/modifiers/chain.h"\n' >> live/include/specshim/live/container.h
+fails_with 'live/include/specshim/live/container.h: includes "specshim/modifiers/chain.h" of spec-modifiers, which live must not depend on'
 
 good  # down past its floor: node includes a modifier header
-printf '#include "specshim/chain.h"\n' >> node/include/specshim/grant.h
-fails_with 'node/include/specshim/grant.h: includes "specshim/chain.h" of spec-modifiers, which node must not depend on'
+printf '#include "specshim/modifiers/chain.h"\n' >> node/include/specshim/node/grant.h
+fails_with 'node/include/specshim/node/grant.h: includes "specshim/modifiers/chain.h" of spec-modifiers, which node must not depend on'
 
 good  # a circle: a.cpp -> b.h, b.cpp -> a.h
 printf '#pragma once\n' > base/src/a.h
@@ -69,5 +71,13 @@ fails_with 'include circle between modules: base/src/a <-> base/src/b'
 good  # a long file
 seq 1 601 | sed 's|^|// |' > test/long_test.cpp
 fails_with 'test/long_test.cpp: 601 lines, more than 600'
+
+good  # a long library file: 450 is the limit outside tests
+seq 1 451 | sed 's|^|// |' > base/src/long.cpp
+fails_with 'base/src/long.cpp: 451 lines, more than 450'
+
+good  # a header outside its library's prefix
+printf '#pragma once\n' > spec-modifiers/include/specshim/loose.h
+fails_with "spec-modifiers/include/specshim/loose.h: spec-modifiers's headers live in spec-modifiers/include/specshim/modifiers/"
 
 echo "check-structure fails on each of its rules"

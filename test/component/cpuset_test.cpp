@@ -2,7 +2,7 @@
 // The cpuset modifier in the shim's real create pipeline (config text, the
 // registry's chain, the specshim-kubelet helper) against the fake kubelet,
 // which serves cpu_ids and memory NUMA nodes in real PodResources answers.
-#include "specshim/cpuset.h"
+#include "specshim/modifiers/cpuset.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 #include "bundle.h"
 #include "error_of.h"
 #include "fake_kubelet.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
 #include "tempdir.h"
 
 using namespace specshim;

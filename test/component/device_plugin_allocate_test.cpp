@@ -15,9 +15,9 @@
 #include "error_of.h"
 #include "fake_kubelet.h"
 #include "raw_socket_server.h"
-#include "specshim/chain.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -12,9 +12,9 @@
 #include "device_plugin_support.h"
 #include "error_of.h"
 #include "fake_kubelet.h"
-#include "specshim/chain.h"
-#include "specshim/device_plugin.h"
-#include "specshim/registry.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/registry.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/device_plugin.h"
-#include "specshim/log.h"
-#include "specshim/spec.h"
+#include "specshim/base/log.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/device_plugin.h"
 
 namespace specshim::test {
 

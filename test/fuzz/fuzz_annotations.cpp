@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "fuzz_support.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/patches.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/patches.h"
 
 using namespace specshim;
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace {

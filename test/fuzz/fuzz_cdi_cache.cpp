@@ -9,7 +9,7 @@
 #include <string_view>
 #include <variant>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi_cache.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

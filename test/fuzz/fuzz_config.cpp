@@ -9,9 +9,9 @@
 #include <optional>
 #include <string_view>
 
-#include "specshim/config.h"
-#include "specshim/error.h"
-#include "specshim/registry.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/registry.h"
 #include "toml_prescan.h"
 
 namespace {

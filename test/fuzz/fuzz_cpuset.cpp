@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "specshim/cpuset.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/cpuset.h"
 
 using namespace specshim::cpuset;
 

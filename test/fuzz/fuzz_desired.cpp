@@ -20,9 +20,9 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/kubelet/errors.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/hotplug.h"
 #include "specshim/node/nvidia_gpus.h"
@@ -107,7 +107,7 @@ void check_bound(const Entry& e, const pod_identity::Identity& box) {
     pr.containers["main"]["nvidia.com/gpu"] = {kGpus[0]};
     return pr;
   });
-  std::vector<pod_allocation::Want> wants;
+  std::vector<pod_allocation::Asked> wants;
   bool beyond = false;
   for (const auto& uuid : e.gpus) {
     const nvidia::Gpu* g = nullptr;
@@ -136,7 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
   try {
-    hotplug::Grant g = parse_grant(text, "fuzz.json");
+    hotplug::CreateGrant g = parse_grant(text, "fuzz.json");
     std::string written = grant_json(g);
     if (!(parse_grant(written, "again") == g)) std::abort();
     if (grant_json(parse_grant(written, "again")) != written) std::abort();

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/live/device_rules.h"
 
 using namespace specshim::live;

@@ -21,8 +21,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/device_plugin.h"
 
 using namespace specshim;
 

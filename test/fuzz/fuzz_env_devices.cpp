@@ -17,8 +17,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/env_devices.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/env_devices.h"
 #include "specshim/node/cdi.h"
 
 using namespace specshim;

@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/error.h"
-#include "specshim/passwd.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/passwd.h"
 
 namespace {
 namespace fs = std::filesystem;

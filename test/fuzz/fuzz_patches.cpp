@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::filesystem::path bundle = specshim::fuzz::make_scratch("patches", {"rootfs"});

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "json_reference.h"
-#include "specshim/error.h"
-#include "specshim/spec.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

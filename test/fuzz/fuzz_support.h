@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/create.h"
+#include "specshim/modifiers/create.h"
 
 namespace specshim::fuzz {
 

@@ -15,7 +15,7 @@
 #include <iostream>
 
 #include "bundle.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;
@@ -87,14 +87,15 @@ int main(int argc, char** argv) {
           ++failures;
         } else if (unsub(it->second.content) != read_file(e.path())) {
           std::cerr << "bundle file " << name << " differs:\n--- expected\n"
-                    << read_file(e.path()) << "--- actual\n" << unsub(it->second.content) << "\n";
+                    << read_file(e.path()) << "--- actual\n"
+                    << unsub(it->second.content) << "\n";
           ++failures;
         }
       }
     }
     if (expected_files != out.ctx.bundle_files.size()) {
-      std::cerr << "modifiers wrote " << out.ctx.bundle_files.size() << " bundle file(s), expected "
-                << expected_files << "\n";
+      std::cerr << "modifiers wrote " << out.ctx.bundle_files.size() << " bundle file(s), expected " << expected_files
+                << "\n";
       ++failures;
     }
   }

@@ -17,8 +17,8 @@
 #include "container.h"
 #include "host_device.h"
 #include "running.h"
+#include "specshim/base/spec.h"
 #include "specshim/live/cgroup_devices.h"
-#include "specshim/spec.h"
 #include "tempdir.h"
 #include "verb_error.h"
 

@@ -16,9 +16,9 @@
 #include "diagnose_report.h"
 #include "host_device.h"
 #include "running.h"
+#include "specshim/base/spec.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/device_rules.h"
-#include "specshim/spec.h"
 #include "tempdir.h"
 #include "verb_error.h"
 

@@ -17,7 +17,7 @@
 #include "container.h"
 #include "fake_kubelet.h"
 #include "runtimes.h"
-#include "specshim/caps.h"
+#include "specshim/base/caps.h"
 #include "specshim/kubelet/types.h"
 #include "tempdir.h"
 

@@ -18,7 +18,7 @@
 
 #include "bpf_object.h"
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/live/cgroup_devices.h"
 #include "tempdir.h"
 

@@ -18,7 +18,7 @@
 
 #include "container.h"
 #include "runtimes.h"
-#include "specshim/passwd_copies.h"
+#include "specshim/modifiers/passwd_copies.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;

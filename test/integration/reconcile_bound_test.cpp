@@ -20,7 +20,7 @@
 #include "fake_kubelet.h"
 #include "host_device.h"
 #include "running.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;

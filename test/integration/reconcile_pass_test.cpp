@@ -14,7 +14,7 @@
 #include "container.h"
 #include "reconcile_support.h"
 #include "running.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 #include "verb_error.h"
 
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 #include "container.h"
 #include "reconcile_support.h"
 #include "running.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bundle.h"
 
-#include "specshim/config_file.h"
+#include "specshim/modifiers/config_file.h"
 
 namespace specshim::test {
 

@@ -6,13 +6,12 @@
 #include <filesystem>
 #include <string>
 
-#include "specshim/create.h"
+#include "specshim/modifiers/create.h"
 
 namespace specshim::test {
 
 // run_pipeline loads config_text as specshim's config and runs the chain on
 // <bundle>/config.json exactly as `create` does, without writing anything.
-create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text,
-                           bool dry_run = false);
+create::Outcome run_pipeline(const std::filesystem::path& bundle, const std::string& config_text, bool dry_run = false);
 
 }  // namespace specshim::test

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::test {
 
@@ -39,7 +39,7 @@ class BusyboxBundle {
   Json& spec() { return spec_; }
   void set_args(const std::vector<std::string>& args);  // process.args
   void set_user(unsigned uid, unsigned gid);            // process.user
-  void save() const;                                     // writes config.json
+  void save() const;                                    // writes config.json
 
  private:
   std::filesystem::path dir_;

@@ -9,7 +9,7 @@
 
 #include "container.h"
 #include "running.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::test {
 

@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::test {
 

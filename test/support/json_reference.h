@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::test {
 

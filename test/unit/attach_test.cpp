@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 #include "specshim/live/container.h"
-#include "specshim/spec.h"
 
 using namespace specshim::live::attach;
 using Catch::Contains;

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
-#include "specshim/error.h"
-#include "specshim/host_device.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
 #include "specshim/node/cdi.h"
 #include "tempdir.h"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/chain.h"
+#include "specshim/modifiers/chain.h"
 
 #include <catch2/catch.hpp>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 using namespace specshim;
 

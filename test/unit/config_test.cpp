@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "specshim/chain_facts.h"
-#include "specshim/cpuset.h"
-#include "specshim/device_plugin.h"
-#include "specshim/env_devices.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/chain_facts.h"
+#include "specshim/modifiers/cpuset.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/registry.h"
 #include "specshim/node/kubelet_session.h"
-#include "specshim/registry.h"
 #include "tempdir.h"
 #include "toml_prescan.h"
 

@@ -2,14 +2,14 @@
 // The cpuset modifier's pure pieces: cpuset list syntax (parse, format, set
 // operations), [cpuset] config, and the modifier against a scripted kubelet
 // client (sources, intersection, policy, idempotence, no calls when not asked).
-#include "specshim/cpuset.h"
+#include "specshim/modifiers/cpuset.h"
 
 #include <catch2/catch.hpp>
 
 #include "cpuset/modifier.h"
 #include "error_of.h"
-#include "specshim/chain.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/chain.h"
 #include "specshim/node/pod_identity.h"
 
 using namespace specshim;

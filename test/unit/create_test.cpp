@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The create core (specshim/create.h) on a bundle directory and on a spec in
+// The create core (specshim/modifiers/create.h) on a bundle directory and on a spec in
 // memory, the way a front-end without a bundle on disk calls it.
-#include "specshim/create.h"
+#include "specshim/modifiers/create.h"
 
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// specshim/deadline.h: a create's answer deadline caps every wait on its
+// specshim/base/deadline.h: a create's answer deadline caps every wait on its
 // path: the kubelet budget and file locks (specshim-nri answers within the
 // runtime's plugin request timeout).
-#include "specshim/deadline.h"
+#include "specshim/base/deadline.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,8 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "specshim/kubelet/budget.h"
 #include "tempdir.h"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device-plugin modifier's pure pieces: config, identity, direct
 // requests, and merging an answer into the spec (rules and idempotence).
-#include "specshim/device_plugin.h"
+#include "specshim/modifiers/device_plugin.h"
 
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/pod_identity.h"
 
 using namespace specshim;

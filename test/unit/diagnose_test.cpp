@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 using namespace specshim;
 using namespace specshim::shim;
@@ -361,26 +361,26 @@ TEST_CASE("diagnose: a device matches at most one vendor row") {
 
 TEST_CASE("diagnose: a report's status is its worst finding's, info alone counting as ok") {
   Report r;
-  CHECK(r.status() == Status::ok);
+  CHECK(r.status() == Severity::ok);
   CHECK_FALSE(r.failed());
-  r.add(kSpec, "devices", Status::info, "0 device node(s)");
-  r.add(kIdentity, "uid 0", Status::info, "root");
-  CHECK(r.status() == Status::ok);
-  r.add(kNode, "/dev/nvidia0", Status::ok, "fine");
-  CHECK(r.status() == Status::ok);
-  r.add(kCgroup, "/dev/nvidia0", Status::warn, "2 programs", "bpftool");
-  CHECK(r.status() == Status::warn);
+  r.add(kSpec, "devices", Severity::info, "0 device node(s)");
+  r.add(kIdentity, "uid 0", Severity::info, "root");
+  CHECK(r.status() == Severity::ok);
+  r.add(kNode, "/dev/nvidia0", Severity::ok, "fine");
+  CHECK(r.status() == Severity::ok);
+  r.add(kCgroup, "/dev/nvidia0", Severity::warn, "2 programs", "bpftool");
+  CHECK(r.status() == Severity::warn);
   CHECK_FALSE(r.failed());
-  r.add(kCompanions, "/dev/nvidiactl", Status::fail, "missing", "add it");
-  CHECK(r.status() == Status::fail);
+  r.add(kCompanions, "/dev/nvidiactl", Severity::fail, "missing", "add it");
+  CHECK(r.status() == Severity::fail);
   CHECK(r.failed());
-  r.add(kHotplug, "record", Status::ok, "fine");
-  r.add(kHotplug, "record", Status::warn, "hmm");
-  CHECK(r.status() == Status::fail);  // a later lesser finding does not lower it
+  r.add(kHotplug, "record", Severity::ok, "fine");
+  r.add(kHotplug, "record", Severity::warn, "hmm");
+  CHECK(r.status() == Severity::fail);  // a later lesser finding does not lower it
 
   Report only_fail;
-  only_fail.add(kNode, "/dev/x", Status::fail, "missing");
-  CHECK(only_fail.status() == Status::fail);
+  only_fail.add(kNode, "/dev/x", Severity::fail, "missing");
+  CHECK(only_fail.status() == Severity::fail);
   REQUIRE(only_fail.findings().size() == 1);
   CHECK(only_fail.findings()[0].layer == "node");
   CHECK(only_fail.findings()[0].subject == "/dev/x");
@@ -392,8 +392,8 @@ TEST_CASE("diagnose: a report's status is its worst finding's, info alone counti
 TEST_CASE("diagnose: render_json has container, pod, status and checks, in that order") {
   Container c = container("abc123", "default", "web", "main");
   Report r;
-  r.add(kNode, "/dev/nvidia0", Status::ok, "c 195:0 crw-rw-rw- 0:0, opens for rw");
-  r.add(kCgroup, "/dev/nvidia0", Status::fail, "denies c 195:0 w", "add a rule");
+  r.add(kNode, "/dev/nvidia0", Severity::ok, "c 195:0 crw-rw-rw- 0:0, opens for rw");
+  r.add(kCgroup, "/dev/nvidia0", Severity::fail, "denies c 195:0 w", "add a rule");
   std::string text = render_json(c, r);
   CHECK(text.back() == '\n');
   auto j = nlohmann::ordered_json::parse(text);
@@ -428,7 +428,7 @@ TEST_CASE("diagnose: render_json's pod is null outside a pod, and checks an empt
   REQUIRE(j["checks"].is_array());
   CHECK(j["checks"].empty());
 
-  r.add(kSpec, "devices", Status::info, "none");
+  r.add(kSpec, "devices", Severity::info, "none");
   j = nlohmann::json::parse(render_json(c, r));
   CHECK(j["status"] == "ok");
   CHECK(j["checks"][0]["status"] == "info");
@@ -439,11 +439,11 @@ TEST_CASE("diagnose: render_json's pod is null outside a pod, and checks an empt
 TEST_CASE("diagnose: render_text prints hints only under warn and fail findings, then the counts") {
   Container c = container("abc123", "default", "web", "main");
   Report r;
-  r.add(kSpec, "devices", Status::info, "1 device node(s)", "an info hint is not printed");
-  r.add(kNode, "/dev/nvidia0", Status::ok, "opens for rw", "an ok hint is not printed");
-  r.add(kCgroup, "/dev/nvidia0", Status::fail, "denies c 195:0 w", "add a rule");
-  r.add(kCompanions, "RLIMIT_MEMLOCK", Status::warn, "64 KiB", "raise it");
-  r.add(kCompanions, "/dev/nvidiactl", Status::warn, "no hint here");
+  r.add(kSpec, "devices", Severity::info, "1 device node(s)", "an info hint is not printed");
+  r.add(kNode, "/dev/nvidia0", Severity::ok, "opens for rw", "an ok hint is not printed");
+  r.add(kCgroup, "/dev/nvidia0", Severity::fail, "denies c 195:0 w", "add a rule");
+  r.add(kCompanions, "RLIMIT_MEMLOCK", Severity::warn, "64 KiB", "raise it");
+  r.add(kCompanions, "/dev/nvidiactl", Severity::warn, "no hint here");
   std::string text = render_text(c, r);
   INFO(text);
   CHECK_THAT(text, !Contains("is not printed"));
@@ -479,14 +479,14 @@ TEST_CASE("diagnose: render_text prints hints only under warn and fail findings,
 TEST_CASE("diagnose: render_text outside a pod, with nothing wrong") {
   Container c = container("plain");
   Report r;
-  r.add(kNode, "devices", Status::info, "the container has no device beyond runc's own");
+  r.add(kNode, "devices", Severity::info, "the container has no device beyond runc's own");
   auto lines = lines_of(render_text(c, r));
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "container plain");
   CHECK(lines.back() == "0 failed, 0 warnings");
 
   Report one;
-  one.add(kNode, "/dev/x", Status::warn, "w", "h");
+  one.add(kNode, "/dev/x", Severity::warn, "w", "h");
   CHECK(lines_of(render_text(c, one)).back() == "0 failed, 1 warning");
   Report none;
   CHECK(render_text(c, none) == "container plain\n\n\n0 failed, 0 warnings\n");

@@ -3,12 +3,12 @@
 // duplicate bug aside), names to CDI, the config, and what a stored answer
 // grants. The whole path (checkpoint, trust, cdi) is in the golden cases
 // test/golden/env-devices and the integration tests.
-#include "specshim/env_devices.h"
+#include "specshim/modifiers/env_devices.h"
 
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 using namespace specshim;
 using namespace specshim::env_devices;

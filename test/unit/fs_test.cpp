@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/hotplug.h"
 
@@ -145,6 +145,20 @@ TEST_CASE("hotplug file: keys name each want in file order, who names the contai
       parse("containers:\n  - id: a\n    devices: [\"/dev/kmsg:/dev/console-log:r\", \"/dev/x:/dev/x:mrw\"]\n");
   CHECK(again.entries[0].keys() ==
         std::vector<std::string>{"device /dev/kmsg:/dev/console-log:r", "device /dev/x:/dev/x:rwm"});
+}
+
+TEST_CASE("hotplug file: a want's key reads back as the same want, other text as none") {
+  Desired d = parse(kYaml);
+  for (const auto& w : d.entries[0].wants()) {
+    INFO(w.key());
+    CHECK(hotplug::Want::parse(w.key()) == w);
+  }
+  CHECK(d.entries[0].wants().back() == hotplug::Want{hotplug::Want::Kind::cdi, "nvidia.com/gpu=1"});
+  CHECK(d.entries[0].wants()[4].kind == hotplug::Want::Kind::gpu);
+  for (const char* other : {"", "gpu", "cdi:x", "Device /dev/x", "tpu 3"}) {
+    INFO(other);
+    CHECK_FALSE(hotplug::Want::parse(other));
+  }
 }
 
 TEST_CASE("hotplug file: refusals name the file, the line and the field") {

@@ -11,12 +11,12 @@
 
 #include "error_of.h"
 #include "host_device.h"
-#include "specshim/chain.h"
-#include "specshim/config.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/registry.h"
 #include "specshim/node/hotplug.h"
-#include "specshim/registry.h"
 #include "tempdir.h"
 
 using namespace specshim;
@@ -150,7 +150,7 @@ TEST_CASE("hotplug modifier: the selected container gets the node, one allow rul
   REQUIRE(ctx.bundle_files.count(hotplug::kGrantFile) == 1);
   const BundleFile& file = ctx.bundle_files.at(hotplug::kGrantFile);
   CHECK(file.mode == 0644);
-  hotplug::Grant g = hotplug::parse_grant(file.content, "grant");
+  hotplug::CreateGrant g = hotplug::parse_grant(file.content, "grant");
   CHECK(g.container == kId);
   CHECK(g.desired == s.desired.string() + ":2");
   REQUIRE(g.devices.size() == 1);
@@ -391,7 +391,7 @@ TEST_CASE("hotplug modifier: CDI names become a request from hotplug that cdi re
     CHECK(r.scope == DeviceRequest::Scope::names);
     CHECK(r.names == std::vector<std::string>{"example.com/accel=0", "example.com/accel=1"});
     CHECK(r.origin == "the desired-state file " + s.desired.string() + ":2");
-    CHECK_FALSE(r.bound);
+    CHECK_FALSE(r.granted);
     CHECK(ctx.device_requests[1].kind == "other.org/nic");
     CHECK(ctx.device_requests[1].names == std::vector<std::string>{"other.org/nic=a"});
     // Not in the spec's annotations, where a tenant could write them too.

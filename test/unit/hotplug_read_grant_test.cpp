@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "error_of.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "specshim/node/hotplug.h"
 #include "tempdir.h"
 
@@ -130,8 +130,8 @@ TEST_CASE("hotplug file: a lock file that is a symlink is refused") {
 
 namespace {
 
-hotplug::Grant sample_grant() {
-  hotplug::Grant g;
+hotplug::CreateGrant sample_grant() {
+  hotplug::CreateGrant g;
   g.container = "0123abcd";
   g.desired = "/etc/specshim/hotplug.yaml:3";
   g.devices.push_back(
@@ -148,7 +148,7 @@ hotplug::Grant sample_grant() {
 }  // namespace
 
 TEST_CASE("hotplug grant: round trip, and the fields are as documented") {
-  hotplug::Grant g = sample_grant();
+  hotplug::CreateGrant g = sample_grant();
   std::string text = grant_json(g);
   CHECK(text.back() == '\n');
   CHECK(parse_grant(text, "f") == g);
@@ -163,7 +163,7 @@ TEST_CASE("hotplug grant: round trip, and the fields are as documented") {
   CHECK(j["devices"][2]["type"] == "b");
   CHECK(j["rules"][0] == Json::parse(R"({"allow": true, "type": "c", "major": 1, "minor": 11, "access": "r"})"));
   CHECK(j["cdi"] == Json::array({"nvidia.com/gpu=1", "vendor.com/x=y"}));
-  hotplug::Grant empty{"x", "f:1", {}, {}, {}};
+  hotplug::CreateGrant empty{"x", "f:1", {}, {}, {}};
   CHECK(parse_grant(grant_json(empty), "f") == empty);
 }
 

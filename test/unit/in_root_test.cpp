@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 using namespace specshim;

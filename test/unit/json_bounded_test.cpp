@@ -6,8 +6,8 @@
 #include <string>
 
 #include "error_of.h"
-#include "specshim/error.h"
-#include "specshim/spec.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 
 using namespace specshim;
 using specshim::test::error_of;

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "json_reference.h"
-#include "specshim/error.h"
-#include "specshim/spec.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 
 using specshim::Error;
 using specshim::Json;

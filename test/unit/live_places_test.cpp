@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/live/cgroup_devices.h"
 #include "tempdir.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/live/device_rules.h"
 
 using namespace specshim;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/nri/adjust.h"
 
 namespace api = ::nri::pkg::api::v1alpha1;

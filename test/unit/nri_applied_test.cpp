@@ -7,7 +7,7 @@
 
 #include "applied.h"
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace api = ::nri::pkg::api::v1alpha1;
 using Catch::Contains;

@@ -2,7 +2,7 @@
 // specshim-nri's passwd copies ([nri] passwd-hook): what CreateContainer
 // adds to the adjustment and makes on disk (nri/src/passwd_hook.h). The hook
 // that fills the copies runs in test/integration/nri_hook_test.cpp; what it
-// writes (specshim/passwd_copies.h) is checked here too.
+// writes (specshim/modifiers/passwd_copies.h) is checked here too.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "passwd_hook.h"
-#include "specshim/passwd_copies.h"
+#include "specshim/modifiers/passwd_copies.h"
 #include "tempdir.h"
 
 namespace fs = std::filesystem;

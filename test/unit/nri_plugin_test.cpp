@@ -7,8 +7,8 @@
 #include <string>
 
 #include "nri_test_support.h"
-#include "specshim/config_file.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/nri/plugin.h"
 #include "tempdir.h"
 

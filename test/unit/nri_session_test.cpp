@@ -12,7 +12,7 @@
 
 #include "error_of.h"
 #include "nri_test_support.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/nri/session.h"
 #include "ttrpc.pb.h"
 
@@ -136,9 +136,9 @@ TEST_CASE("nri session: a Service throwing specshim::Error fails the call with c
   CHECK(runtime.ended() == "the runtime closed the connection");
 }
 
-TEST_CASE("nri session: a Service throwing a Status fails the call with that code") {
+TEST_CASE("nri session: a Service throwing an RpcStatus fails the call with that code") {
   FakeService service;
-  service.fail_create_status = specshim::nri::Status{specshim::nri::kResourceExhausted, "too many"};
+  service.fail_create_status = specshim::nri::RpcStatus{specshim::nri::kResourceExhausted, "too many"};
   Runtime runtime(service);
   runtime.register_plugin();
   auto resp = runtime.call(1, "CreateContainer", create_request("c1"));

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/nri/session.h"
 #include "ttrpc.pb.h"
 
@@ -106,9 +106,9 @@ class FakeService final : public specshim::nri::Service {
  public:
   std::int32_t events = specshim::nri::event_bit(api::CREATE_CONTAINER);
   api::CreateContainerResponse adjustment;
-  std::optional<std::string> fail_create;                   // thrown as specshim::Error
-  std::optional<specshim::nri::Status> fail_create_status;  // thrown as is
-  bool fail_create_unknown = false;                         // throws what is no std::exception
+  std::optional<std::string> fail_create;                      // thrown as specshim::Error
+  std::optional<specshim::nri::RpcStatus> fail_create_status;  // thrown as is
+  bool fail_create_unknown = false;                            // throws what is no std::exception
 
   std::int32_t configure(const api::ConfigureRequest& req) override {
     std::lock_guard lock(mu_);

@@ -2,7 +2,7 @@
 // passwd modifier: the pure pieces (line parse/format, "present", names,
 // fields, templates, the writable rule) and the modifier on temp rootfses for
 // what golden cases cannot hold (file modes, owners, FIFOs, devices, sizes).
-#include "specshim/passwd.h"
+#include "specshim/modifiers/passwd.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -10,9 +10,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "specshim/config.h"
-#include "specshim/error.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/factories.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/patches.h"
+#include "specshim/modifiers/patches.h"
 
 #include <catch2/catch.hpp>
 
 #include "patches/modifier.h"
-#include "specshim/chain.h"
-#include "specshim/error.h"
-#include "specshim/modifiers.h"
-#include "specshim/registry.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/registry.h"
 
 using namespace specshim;
 

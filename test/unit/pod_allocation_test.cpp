@@ -15,11 +15,11 @@
 
 #include "fake_kubelet.h"
 #include "host_device.h"
-#include "specshim/allocation_sources.h"
-#include "specshim/config.h"
+#include "specshim/base/config.h"
+#include "specshim/base/spec.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/errors.h"
-#include "specshim/spec.h"
+#include "specshim/modifiers/allocation_sources.h"
 #include "tempdir.h"
 
 using namespace specshim;

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/caps.h"
-#include "specshim/config.h"
-#include "specshim/error.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
 #include "specshim/node/container_match.h"
 
 using namespace specshim;

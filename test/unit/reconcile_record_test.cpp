@@ -7,11 +7,11 @@
 #include <catch2/catch.hpp>
 
 #include "error_of.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 #include "specshim/live/attach.h"
 #include "specshim/live/device_rules.h"
 #include "specshim/node/hotplug.h"
-#include "specshim/spec.h"
 #include "tempdir.h"
 
 using namespace specshim::live::attach;
@@ -65,8 +65,8 @@ Record with_reconcile() {
   return r;
 }
 
-hotplug::Grant grant(const std::string& container = "c0ffee") {
-  hotplug::Grant g;
+hotplug::CreateGrant grant(const std::string& container = "c0ffee") {
+  hotplug::CreateGrant g;
   g.container = container;
   g.desired = "/etc/specshim/hotplug.yaml:2";
   g.devices.push_back(
@@ -218,7 +218,7 @@ TEST_CASE("reconcile record: a container specshim-nri created has its grant in [
 
 TEST_CASE("reconcile record: a grant naming one node at one path twice is one device with both keys") {
   TempDir bundle;
-  hotplug::Grant g = grant();
+  hotplug::CreateGrant g = grant();
   g.devices.push_back(
       {"device /dev/nvidia3:/dev/nvidia3:rwm", "/dev/nvidia3", "/dev/nvidia3", 'c', 195, 3, "rwm", 0666, 0, 0});
   write_file(bundle / hotplug::kGrantFile, hotplug::grant_json(g));

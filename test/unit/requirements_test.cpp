@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/requirements.h"
+#include "specshim/modifiers/requirements.h"
 
 #include <catch2/catch.hpp>
 
 #include "requirements/modifier.h"
-#include "specshim/caps.h"
-#include "specshim/error.h"
-#include "specshim/registry.h"
-#include "specshim/syscalls.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/error.h"
+#include "specshim/base/syscalls.h"
+#include "specshim/modifiers/registry.h"
 
 using namespace specshim;
 

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "specshim/error.h"
-#include "specshim/runtime_kind.h"
+#include "specshim/base/error.h"
+#include "specshim/base/runtime_kind.h"
 #include "tempdir.h"
 
 using namespace specshim::shim;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/registry.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/registry.h"
 #include "tempdir.h"
 
 using namespace specshim;

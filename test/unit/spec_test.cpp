@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 #include <catch2/catch.hpp>
 #include <utility>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 using specshim::Error;
 using specshim::Json;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// specshim/text.h: trimming and comma lists, as the readers of /proc files,
+// specshim/base/text.h: trimming and comma lists, as the readers of /proc files,
 // a runtime's stderr and tenant lists use them; json_plain_run, the scan of
 // every JSON string specshim reads or writes.
-#include "specshim/text.h"
+#include "specshim/base/text.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "tempdir.h"
 
 using namespace specshim;

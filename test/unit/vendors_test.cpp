@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vendor table's companion nodes, as the cdi modifier's grant check
 // reads them: what a spec file may give every device without a grant.
-#include "specshim/vendors.h"
+#include "specshim/base/vendors.h"
 
 #include <catch2/catch.hpp>
 

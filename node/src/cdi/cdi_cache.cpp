@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/log.h"
 
 namespace specshim::cdi {
 namespace {

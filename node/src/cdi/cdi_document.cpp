@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::cdi {

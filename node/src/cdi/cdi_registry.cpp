@@ -7,13 +7,13 @@
 #include <unordered_set>
 #include <utility>
 
-#include "specshim/config.h"
-#include "specshim/error.h"
-#include "specshim/host_device.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
+#include "specshim/base/spec.h"
+#include "specshim/base/text.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/cdi_cache.h"
-#include "specshim/spec.h"
-#include "specshim/text.h"
 
 namespace specshim {
 namespace {

@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/log.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/cdi_cache.h"
 

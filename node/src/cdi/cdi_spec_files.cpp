@@ -8,7 +8,7 @@
 
 #include "cdi_document.h"
 #include "document_fields.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::cdi {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cdi_document.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::cdi {

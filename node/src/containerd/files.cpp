@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 #include "specshim/node/containerd_config.h"
 
 namespace specshim::node::containerd_config {

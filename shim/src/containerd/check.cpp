@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "containerd/install.h"
-#include "specshim/command.h"
+#include "specshim/base/command.h"
 
 namespace specshim::shim::containerd {
 namespace {

@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "containerd/install.h"
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::containerd {
 

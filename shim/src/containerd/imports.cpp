@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "containerd/install.h"
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::containerd {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/containerd_config.h"
 
 namespace specshim::shim::containerd {

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "containerd/install.h"
-#include "specshim/command.h"
+#include "specshim/base/command.h"
 
 namespace specshim::shim::containerd {
 namespace {

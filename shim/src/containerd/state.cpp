@@ -6,7 +6,7 @@
 #include <string>
 
 #include "containerd/install.h"
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::containerd {
 

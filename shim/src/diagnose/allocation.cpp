@@ -10,8 +10,8 @@
 #include <algorithm>
 
 #include "diagnose/diagnose.h"
-#include "specshim/device_rules.h"
-#include "specshim/error.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/error.h"
 #include "specshim/kubelet/budget.h"
 #include "specshim/kubelet/checkpoint.h"
 #include "specshim/kubelet/client.h"
@@ -31,25 +31,25 @@ void check_cdi_names(const Setup& setup, const Container& c, const std::string& 
                      const std::vector<std::string>& names, const std::string& missing_hint, Report& r,
                      std::vector<Device>& out) {
   if (!setup.cdi_dirs) {
-    r.add(kAllocation, join(names, ","), Status::info,
+    r.add(kAllocation, join(names, ","), Severity::info,
           what + ": CDI devices " + join(names, ", ") + " not resolved: [cdi] is off in the config");
     return;
   }
   std::vector<std::string> missing;
   std::vector<Device> devices = cdi_devices(setup, c.spec, names, missing);
   for (const auto& n : missing)
-    r.add(kAllocation, n, Status::fail,
+    r.add(kAllocation, n, Severity::fail,
           what + ": no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines " + q(n), missing_hint);
   for (auto& d : devices) {
     std::string cdi = d.source;  // CDI `vendor.com/class=name`
     d.source = grant + ", " + cdi;
     std::string how = in_spec(c.spec, d.path);
     if (how.empty())
-      r.add(kAllocation, d.path, Status::fail, what + ": " + cdi + " node " + d.path + " is not in the spec",
+      r.add(kAllocation, d.path, Severity::fail, what + ": " + cdi + " node " + d.path + " is not in the spec",
             "the runtime did not inject it: containerd needs enable_cdi (CRI passes CDI names in CDIDevices); "
             "specshim's cdi modifier needs them handed over ([device-plugin], [device-plugin.dra])");
     else
-      r.add(kAllocation, d.path, Status::ok, what + ": " + cdi + " node " + d.path + " in the spec (" + how + ")");
+      r.add(kAllocation, d.path, Severity::ok, what + ": " + cdi + " node " + d.path + " in the spec (" + how + ")");
     out.push_back(std::move(d));
   }
 }
@@ -62,19 +62,19 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
     std::string how = in_spec(c.spec, spec_device.container_path);
     auto d = host_device(spec_device.host_path, spec_device.container_path, by);
     if (!d) {
-      r.add(kAllocation, spec_device.container_path, Status::fail,
+      r.add(kAllocation, spec_device.container_path, Severity::fail,
             by + " granted host node " + q(spec_device.host_path) + ", which is not a device node on this host now",
             "the device plugin answered with a node that is gone; check the plugin and the driver");
       continue;
     }
     d->access = open_access(spec_device.permissions);
     if (how.empty())
-      r.add(kAllocation, d->path, Status::fail,
+      r.add(kAllocation, d->path, Severity::fail,
             by + " granted " + q(spec_device.host_path) + "; the spec has no entry for " + d->path,
             "the runtime did not add the plugin's answer: containerd does so for CRI; outside it, the device-plugin "
             "modifier");
     else
-      r.add(kAllocation, d->path, Status::ok,
+      r.add(kAllocation, d->path, Severity::ok,
             by + " granted " + q(spec_device.host_path) + ": in the spec (" + how + ")");
     d->bind = userns::binds_device(c.spec, d->path, d->host_path);
     out.push_back(std::move(*d));
@@ -82,24 +82,24 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
   for (const auto& [key, value] : a.envs) {
     auto got = c.spec.env(key);
     if (!got)
-      r.add(kAllocation, key, Status::fail, by + " set " + key + "=" + value + "; the process has no " + key,
+      r.add(kAllocation, key, Severity::fail, by + " set " + key + "=" + value + "; the process has no " + key,
             "the runtime did not add the plugin's env");
     else if (*got != value)
       r.add(
-          kAllocation, key, Status::fail,
+          kAllocation, key, Severity::fail,
           by + " set " + key + "=" + value + "; the process gets " + key + "=" + *got + " (a later entry overrides it)",
           "the pod spec overrides what the device plugin set; remove it from the pod, or set [device-plugin] enabled "
           "= true (its protect-env = \"fail\", the default, refuses such a create)");
     else
-      r.add(kAllocation, key, Status::ok, by + " set " + key + "=" + value + ": the process has it");
+      r.add(kAllocation, key, Severity::ok, by + " set " + key + "=" + value + ": the process has it");
   }
   for (const auto& m : a.mounts) {
     if (in_spec(c.spec, m.container_path).empty())
-      r.add(kAllocation, m.container_path, Status::fail,
+      r.add(kAllocation, m.container_path, Severity::fail,
             by + " mounted " + q(m.host_path) + "; the spec has no mount there",
             "the runtime did not add the plugin's mounts");
     else
-      r.add(kAllocation, m.container_path, Status::ok, by + " mounted " + q(m.host_path) + ": in the spec");
+      r.add(kAllocation, m.container_path, Severity::ok, by + " mounted " + q(m.host_path) + ": in the spec");
   }
   if (!a.cdi_devices.empty())
     check_cdi_names(setup, c, by, by + " answered with CDI devices", a.cdi_devices,
@@ -115,27 +115,27 @@ void check_checkpoint(const Setup& setup, const Container& c, Report& r, std::ve
   try {
     auto cp = kubelet::Checkpoint::read(file);
     if (!cp) {
-      r.add(kAllocation, "kubelet", Status::info,
+      r.add(kAllocation, "kubelet", Severity::info,
             "no device manager checkpoint at " + q(file.string()) +
                 ": no device plugin granted anything here, or the kubelet's root is another ([kubelet] root)");
       return;
     }
     entries = cp->entries(id.uid, id.container);
   } catch (const Error& e) {
-    r.add(kAllocation, "kubelet", Status::warn, std::string("cannot read the kubelet's grant: ") + e.what(),
+    r.add(kAllocation, "kubelet", Severity::warn, std::string("cannot read the kubelet's grant: ") + e.what(),
           "[kubelet] root in the config must be the kubelet's --root-dir");
     return;
   }
   if (entries.empty()) {
-    r.add(kAllocation, "kubelet", Status::info,
+    r.add(kAllocation, "kubelet", Severity::info,
           "the kubelet granted container " + q(id.container) + " of pod " + q(id.pod.str()) +
               " no device-plugin resource");
     return;
   }
   for (const auto& e : entries) {
-    r.add(kAllocation, e.resource, Status::info, "granted " + join(e.device_ids, ", "));
+    r.add(kAllocation, e.resource, Severity::info, "granted " + join(e.device_ids, ", "));
     if (!e.alloc) {
-      r.add(kAllocation, e.resource, Status::info, "the checkpoint holds no Allocate answer for it (kubelet < 1.20)");
+      r.add(kAllocation, e.resource, Severity::info, "the checkpoint holds no Allocate answer for it (kubelet < 1.20)");
       continue;
     }
     check_answer(setup, c, e, r, out);
@@ -148,7 +148,7 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
   const auto& id = c.identity;
   auto socket = kubelet::pod_resources_socket(setup.kubelet_root);
   if (!std::filesystem::exists(socket)) {
-    r.add(kAllocation, "DRA", Status::info,
+    r.add(kAllocation, "DRA", Severity::info,
           "no PodResources socket at " + q(socket.string()) + ": DRA claims not checked");
     return;
   }
@@ -157,23 +157,23 @@ void check_claims(const Setup& setup, const Container& c, Report& r, std::vector
     auto client = kubelet::make_helper_client({setup.kubelet_root});
     pod = client->pod_resources(id.pod.ns, id.pod.name, kubelet::Budget(setup.kubelet_budget));
   } catch (const kubelet::NotFound& e) {
-    r.add(kAllocation, "DRA", Status::warn, std::string("PodResources knows no such pod: ") + e.what(),
+    r.add(kAllocation, "DRA", Severity::warn, std::string("PodResources knows no such pod: ") + e.what(),
           "the kubelet does not run this pod: is [kubelet] root the root of the kubelet that does?");
     return;
   } catch (const std::exception& e) {
-    r.add(kAllocation, "DRA", Status::warn, std::string("PodResources did not answer: ") + e.what(),
+    r.add(kAllocation, "DRA", Severity::warn, std::string("PodResources did not answer: ") + e.what(),
           "the kubelet's PodResources API must be reachable for DRA claims to be checked");
     return;
   }
   const auto& claims = pod.assignment(id.container).dynamic_resources;
   if (claims.empty())
-    r.add(kAllocation, "DRA", Status::info, "PodResources: container " + q(id.container) + " has no DRA claim");
+    r.add(kAllocation, "DRA", Severity::info, "PodResources: container " + q(id.container) + " has no DRA claim");
   for (const auto& claim : claims) {
     std::string what = "DRA claim " + q(claim.claim_namespace + "/" + claim.claim_name);
     std::vector<std::string> names;
     for (const auto& res : claim.claim_resources)
       for (const auto& n : res.cdi_devices) names.push_back(n);
-    r.add(kAllocation, claim.claim_name, Status::info,
+    r.add(kAllocation, claim.claim_name, Severity::info,
           what + ": " + (names.empty() ? "no CDI device" : "CDI devices " + join(names, ", ")));
     if (!names.empty())
       check_cdi_names(setup, c, what, what, names,
@@ -188,20 +188,20 @@ std::vector<Device> check_granted(const Setup& setup, const Container& c, Report
   std::vector<Device> out;
   const auto& id = c.identity;
   if (auto from = c.spec.annotation(device_plugin::kDevicesFrom))
-    r.add(kAllocation, "sibling", Status::info,
+    r.add(kAllocation, "sibling", Severity::info,
           "takes the devices of container " + q(*from) + " (" + device_plugin::kDevicesFrom +
               "): diagnose that container for its grant");
   if (!c.identity_error.empty()) {
-    r.add(kAllocation, "pod", Status::warn, "the spec's pod annotations are refused: " + c.identity_error,
+    r.add(kAllocation, "pod", Severity::warn, "the spec's pod annotations are refused: " + c.identity_error,
           "a create with the device-plugin modifier on fails on them too; fix the annotations");
     return out;
   }
   if (!id.cri) {
-    r.add(kAllocation, "kubelet", Status::info, "not created through CRI: no kubelet allocation to compare with");
+    r.add(kAllocation, "kubelet", Severity::info, "not created through CRI: no kubelet allocation to compare with");
     return out;
   }
   if (id.uid.empty()) {
-    r.add(kAllocation, "kubelet", Status::info,
+    r.add(kAllocation, "kubelet", Severity::info,
           "the spec has no io.kubernetes.cri.sandbox-uid (containerd < 1.6.11): the checkpoint cannot be matched");
     return out;
   }
@@ -312,7 +312,8 @@ void check_beyond_grant(const Setup& setup, const Container& c, Report& r) {
     if (node.accelerators().empty()) return;
     open = openings(c, node);
   } catch (const std::exception& e) {
-    r.add(kAllocation, "accelerators", Status::warn, "cannot tell which host devices are accelerators: " + describe(e),
+    r.add(kAllocation, "accelerators", Severity::warn,
+          "cannot tell which host devices are accelerators: " + describe(e),
           "the kubelet's checkpoint and the driver's GPU list ([hotplug] proc) must be readable");
     return;
   }
@@ -327,7 +328,7 @@ void check_beyond_grant(const Setup& setup, const Container& c, Report& r) {
     try {
       grant = node.container_allocation(id.pod, id.uid, granted_to);
     } catch (const std::exception& e) {
-      r.add(kAllocation, "grant", Status::warn, "cannot tell what the kubelet granted " + whose + ": " + describe(e),
+      r.add(kAllocation, "grant", Severity::warn, "cannot tell what the kubelet granted " + whose + ": " + describe(e),
             "the kubelet's PodResources API must answer within [kubelet] budget-ms");
       return;
     }
@@ -336,9 +337,9 @@ void check_beyond_grant(const Setup& setup, const Container& c, Report& r) {
     const pod_allocation::Accelerator* acc = node.accelerator(o.number);
     std::string how = join(o.how, " and ");
     if (grant.holds(o.number))
-      r.add(kAllocation, o.path, Status::ok, acc->describe() + ", from " + how + ": granted to " + whose);
+      r.add(kAllocation, o.path, Severity::ok, acc->describe() + ", from " + how + ": granted to " + whose);
     else
-      r.add(kAllocation, o.path, Status::fail,
+      r.add(kAllocation, o.path, Severity::fail,
             acc->describe() + " opens here, from " + how + ", beyond the grant of " + whose + ": " + grant.describe(),
             beyond_hint(o));
   }

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "diagnose/diagnose.h"
-#include "specshim/command.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/command.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "specshim/live/device_rules.h"
 
 namespace specshim::shim::diagnose {
@@ -64,14 +64,14 @@ void check_v1(const Container& c, const Device& d, Report& r, std::string_view l
                                        number_or_any(nums.substr(colon + 1)), access});
     }
   } catch (const Error& e) {
-    r.add(layer, d.path, Status::warn, std::string("cgroup v1: ") + e.what(), "");
+    r.add(layer, d.path, Severity::warn, std::string("cgroup v1: ") + e.what(), "");
     return;
   }
   std::string request = numbers(d) + " " + d.access;
   if (allows(rules, d))
-    r.add(layer, d.path, Status::ok, "devices.list of " + c.cgroups.v1_devices->string() + " allows " + request);
+    r.add(layer, d.path, Severity::ok, "devices.list of " + c.cgroups.v1_devices->string() + " allows " + request);
   else
-    r.add(layer, d.path, Status::fail,
+    r.add(layer, d.path, Severity::fail,
           "devices.list of " + c.cgroups.v1_devices->string() + " does not allow " + request, kRuleHint);
 }
 
@@ -85,13 +85,14 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   try {
     programs = live::effective_device_programs(dir);
   } catch (const Error& e) {
-    r.add(layer, d.path, Status::warn, std::string("cgroup v2: ") + e.what(), "");
+    r.add(layer, d.path, Severity::warn, std::string("cgroup v2: ") + e.what(), "");
     return;
   }
   if (programs.empty()) {
     // On a hybrid host runc filters with the v1 controller alone; on a pure v2 host this is worth saying.
     if (!c.cgroups.v1_devices)
-      r.add(layer, d.path, Status::info, "no device program on " + dir.string() + ": cgroup v2 filters no device here");
+      r.add(layer, d.path, Severity::info,
+            "no device program on " + dir.string() + ": cgroup v2 filters no device here");
     return;
   }
   std::vector<std::string> denied_by, unknown;  // program ids; unknown with why
@@ -113,7 +114,7 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
                           " in effect on " + dir.string();
   std::string request = numbers(d) + " " + d.access;
   if (denied_by.empty() && unknown.empty()) {
-    r.add(layer, d.path, Status::ok, "the " + in_effect + (programs.size() == 1 ? " allows " : " allow ") + request);
+    r.add(layer, d.path, Severity::ok, "the " + in_effect + (programs.size() == 1 ? " allows " : " allow ") + request);
     return;
   }
   // What runc (spec) and attach (record) installed: it tells their program
@@ -129,7 +130,7 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   }
   if (!denied_by.empty()) {
     std::string ids = join(denied_by, ", ");
-    r.add(layer, d.path, Status::fail, "device program " + ids + " (of " + in_effect + ") denies " + request,
+    r.add(layer, d.path, Severity::fail, "device program " + ids + " (of " + in_effect + ") denies " + request,
           ours.value_or(false)
               ? "the container's own rules allow it, so another agent attached that program: `bpftool prog show id " +
                     denied_by.front() + "` and `bpftool cgroup tree` show it and where it is attached"
@@ -139,10 +140,10 @@ void check_v2(const Container& c, const Device& d, Report& r, std::string_view l
   // What cannot be run is judged by those rules.
   std::string cannot = "cannot run device program " + join(unknown, ", ") + " here";
   if (!ours) {
-    r.add(layer, d.path, Status::warn, cannot + ", nor read the spec's rules: " + rules_error, "");
+    r.add(layer, d.path, Severity::warn, cannot + ", nor read the spec's rules: " + rules_error, "");
     return;
   }
-  r.add(layer, d.path, *ours ? Status::warn : Status::fail,
+  r.add(layer, d.path, *ours ? Severity::warn : Severity::fail,
         cannot + "; the rules runc and attach installed " + (*ours ? "allow " : "deny ") + request,
         *ours ? "`bpftool prog dump xlated id " + first_unknown + "` shows what the program does" : kRuleHint);
 }
@@ -153,11 +154,11 @@ void check_systemd(const Container& c, const Device& d, Report& r, std::string_v
   try {
     out = run_command({"systemctl", "show", "--property=DeviceAllow", "--value", unit}, 5s);
   } catch (const Error& e) {
-    r.add(layer, d.path, Status::warn, "systemd unit " + q(unit) + ": " + e.what(), "");
+    r.add(layer, d.path, Severity::warn, "systemd unit " + q(unit) + ": " + e.what(), "");
     return;
   }
   if (out.exit_code != 0) {
-    r.add(layer, d.path, Status::warn, "systemctl show " + q(unit) + " failed: " + out.err, "");
+    r.add(layer, d.path, Severity::warn, "systemctl show " + q(unit) + " failed: " + out.err, "");
     return;
   }
   std::string proc_devices;
@@ -169,9 +170,9 @@ void check_systemd(const Container& c, const Device& d, Report& r, std::string_v
   for (char a : d.access)
     if (!systemd_allows(out.out, proc_devices, d.type, d.major, d.minor, a)) no += a;
   if (no.empty())
-    r.add(layer, d.path, Status::ok, "DeviceAllow= of " + q(unit) + " allows " + numbers(d) + " " + d.access);
+    r.add(layer, d.path, Severity::ok, "DeviceAllow= of " + q(unit) + " allows " + numbers(d) + " " + d.access);
   else
-    r.add(layer, d.path, Status::fail, "DeviceAllow= of " + q(unit) + " does not allow " + numbers(d) + " " + no,
+    r.add(layer, d.path, Severity::fail, "DeviceAllow= of " + q(unit) + " does not allow " + numbers(d) + " " + no,
           "a `systemctl daemon-reload` rewrites the unit's device rules from DeviceAllow=; `specshim attach` sets it");
 }
 
@@ -238,7 +239,7 @@ void check_cgroup(const Container& c, const Device& d, Report& r, std::string_vi
   if (c.cgroups.unified) check_v2(c, d, r, layer);
   if (!c.cgroups.systemd_unit.empty() && live::systemd_is_pid1()) check_systemd(c, d, r, layer);
   if (!c.cgroups.v1_devices && !c.cgroups.unified)
-    r.add(layer, d.path, Status::warn,
+    r.add(layer, d.path, Severity::warn,
           "found neither a v1 devices cgroup nor a cgroup2 directory for the container's process",
           "is /sys/fs/cgroup mounted in this mount namespace?");
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The companions layer: for each device matching a row of the vendor table
-// (specshim/vendors.h), the other nodes it needs (present and allowed), the
+// (specshim/base/vendors.h), the other nodes it needs (present and allowed), the
 // libraries the container's dynamic loader must find, the IOMMU group of a
 // VFIO node (every device bound to vfio-pci) and the locked-memory limit.
 #include <fnmatch.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "diagnose/diagnose.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -49,8 +49,8 @@ void check_companion(const Container& c, const Device& d, bool optional, Report&
   check_node(c, d, one, kCompanions);
   check_cgroup(c, d, one, kCompanions);
   for (auto f : one.findings()) {
-    if (optional && f.status == Status::fail) {
-      f.status = Status::warn;
+    if (optional && f.status == Severity::fail) {
+      f.status = Severity::warn;
       f.message += " (only some programs need it)";
     }
     r.add(f.layer, f.subject, f.status, f.message, f.hint);
@@ -64,7 +64,7 @@ void check_nodes(const Container& c, const Vendor& v, const std::vector<Device>&
       " with " + device + ": the device plugin or CDI spec of the " + std::string(v.name) + " should add it";
   auto add = [&](const std::string& path, bool optional) {
     if (std::any_of(devices.begin(), devices.end(), [&](const Device& d) { return d.path == path; })) {
-      r.add(kCompanions, path, Status::info, "one of the container's own devices: see its node and cgroup lines");
+      r.add(kCompanions, path, Severity::info, "one of the container's own devices: see its node and cgroup lines");
       return;
     }
     Device d = companion_device(c, path, source);
@@ -85,7 +85,7 @@ void check_nodes(const Container& c, const Vendor& v, const std::vector<Device>&
         if (matches(pattern, dir + "/" + name)) found.push_back(dir + "/" + name);
       std::sort(found.begin(), found.end());
       if (found.empty())
-        r.add(kCompanions, p, optional ? Status::warn : Status::fail,
+        r.add(kCompanions, p, optional ? Severity::warn : Severity::fail,
               "no node matching " + p + " in the container; " + device + " needs one",
               "give the container a node matching " + p + remedy);
       for (const auto& path : found) add(path, optional);
@@ -154,12 +154,12 @@ void check_libraries(const Container& c, const Vendor& v, Report& r) {
     }
     if (found.empty())
       r.add(
-          kCompanions, std::string(soname), Status::fail,
+          kCompanions, std::string(soname), Severity::fail,
           "not found in the container's LD_LIBRARY_PATH, ld.so.conf dirs or default dirs (" +
               std::to_string(dirs.size()) + " searched)",
           "the host driver's libraries must be mounted in: NVIDIA's CDI spec (`nvidia-ctk cdi generate`) mounts them");
     else
-      r.add(kCompanions, std::string(soname), Status::ok, "found at " + found);
+      r.add(kCompanions, std::string(soname), Severity::ok, "found at " + found);
   }
 }
 
@@ -170,7 +170,7 @@ void check_iommu_group(const Container& c, const Device& d, Report& r) {
   std::vector<std::string> members;
   for (const auto& e : sfs::directory_iterator(dir, ec)) members.push_back(e.path().filename().string());
   if (ec || members.empty()) {
-    r.add(kCompanions, d.path, Status::fail, "IOMMU group " + group + " has no devices in " + dir.string(),
+    r.add(kCompanions, d.path, Severity::fail, "IOMMU group " + group + " has no devices in " + dir.string(),
           "the IOMMU must be on (intel_iommu=on / amd_iommu=on) and the group number must be the host's");
     return;
   }
@@ -178,13 +178,14 @@ void check_iommu_group(const Container& c, const Device& d, Report& r) {
   for (const auto& m : members) {
     std::string driver = sfs::read_symlink(dir / m / "driver", ec).filename().string();
     if (ec || driver.empty()) {
-      r.add(kCompanions, m, Status::ok, "IOMMU group " + group + ": bound to no driver (does no DMA)");
+      r.add(kCompanions, m, Severity::ok, "IOMMU group " + group + ": bound to no driver (does no DMA)");
     } else if (driver.find("vfio") != std::string::npos) {
-      r.add(kCompanions, m, Status::ok, "IOMMU group " + group + ": bound to " + driver);
+      r.add(kCompanions, m, Severity::ok, "IOMMU group " + group + ": bound to " + driver);
     } else if (driver == "pci-stub" || driver == "pcieport") {
-      r.add(kCompanions, m, Status::ok, "IOMMU group " + group + ": bound to " + driver + " (allowed in a VFIO group)");
+      r.add(kCompanions, m, Severity::ok,
+            "IOMMU group " + group + ": bound to " + driver + " (allowed in a VFIO group)");
     } else {
-      r.add(kCompanions, m, Status::fail,
+      r.add(kCompanions, m, Severity::fail,
             "IOMMU group " + group + " holds " + m + ", bound to " + driver + ": the group is not viable, " + d.path +
                 " does not open",
             "every device of a group must be bound to vfio-pci: echo vfio-pci > /sys/bus/pci/devices/" + m +
@@ -197,12 +198,12 @@ void check_locked_memory(const Container& c, const std::string& device, Report& 
   constexpr int kCapIpcLock = 14;
   std::string subject = "RLIMIT_MEMLOCK";
   if (c.process.has_cap(kCapIpcLock)) {
-    r.add(kCompanions, subject, Status::ok,
+    r.add(kCompanions, subject, Severity::ok,
           "the process has CAP_IPC_LOCK: DMA mappings of " + device + " may pin any amount");
   } else if (!c.process.memlock_soft) {
-    r.add(kCompanions, subject, Status::ok, "unlimited: DMA mappings of " + device + " may pin any amount");
+    r.add(kCompanions, subject, Severity::ok, "unlimited: DMA mappings of " + device + " may pin any amount");
   } else {
-    r.add(kCompanions, subject, Status::warn,
+    r.add(kCompanions, subject, Severity::warn,
           std::to_string(*c.process.memlock_soft / 1024) + " KiB and no CAP_IPC_LOCK: DMA mappings of " + device +
               " beyond that fail (VFIO pins what it maps)",
           "raise the container's memlock rlimit (process.rlimits RLIMIT_MEMLOCK) or give it CAP_IPC_LOCK");

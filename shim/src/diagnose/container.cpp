@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "diagnose/diagnose.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim::shim::diagnose {
@@ -128,8 +128,8 @@ Container open_container(const Setup& setup, const std::string& id, const sfs::p
   return c;
 }
 
-Status Report::status() const {
-  Status worst = Status::ok;
+Severity Report::status() const {
+  Severity worst = Severity::ok;
   for (const auto& f : findings_) worst = std::max(worst, f.status);
   return worst;
 }

@@ -12,10 +12,10 @@
 
 #include "runtime.h"
 #include "settings.h"
-#include "specshim/allocation_sources.h"
-#include "specshim/config.h"
-#include "specshim/config_file.h"
-#include "specshim/error.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/allocation_sources.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/hotplug.h"
 #include "specshim/node/kubelet_session.h"
@@ -75,7 +75,7 @@ Report run(const Setup& setup, const Container& c, const Options& o) {
   std::vector<Device> devices = check_allocation(setup, c, r);
   for (auto& d : check_spec(setup, c, r)) add_device(devices, std::move(d));
   devices = selected(setup, c, o, std::move(devices));
-  if (devices.empty()) r.add(kNode, "devices", Status::info, "the container has no device beyond runc's own");
+  if (devices.empty()) r.add(kNode, "devices", Severity::info, "the container has no device beyond runc's own");
   for (const auto& d : devices) check_node(c, d, r);
   for (const auto& d : devices) check_cgroup(c, d, r);
   check_companions(c, devices, r);
@@ -84,8 +84,8 @@ Report run(const Setup& setup, const Container& c, const Options& o) {
   return r;
 }
 
-std::string label(Status s) {
-  return s == Status::warn ? "WARN" : s == Status::fail ? "FAIL" : std::string(status_name(s));
+std::string label(Severity s) {
+  return s == Severity::warn ? "WARN" : s == Severity::fail ? "FAIL" : std::string(severity_name(s));
 }
 
 std::string pad(std::string s, std::size_t width) {
@@ -107,10 +107,10 @@ std::string render_text(const Container& c, const Report& r) {
   std::size_t fails = 0, warnings = 0;
   for (const auto& f : r.findings()) {
     out += pad(f.layer, 12) + pad(label(f.status), 6) + pad(f.subject, subject + 2) + f.message + "\n";
-    if ((f.status == Status::fail || f.status == Status::warn) && !f.hint.empty())
+    if ((f.status == Severity::fail || f.status == Severity::warn) && !f.hint.empty())
       out += std::string(indent, ' ') + "hint: " + f.hint + "\n";
-    fails += f.status == Status::fail;
-    warnings += f.status == Status::warn;
+    fails += f.status == Severity::fail;
+    warnings += f.status == Severity::warn;
   }
   out += "\n" + std::to_string(fails) + " failed, " + std::to_string(warnings) + " warning" +
          (warnings == 1 ? "" : "s") + "\n";
@@ -124,12 +124,12 @@ std::string render_json(const Container& c, const Report& r) {
     j["pod"] = nullptr;
   else
     j["pod"] = {{"namespace", c.identity.pod.ns}, {"name", c.identity.pod.name}, {"container", c.identity.container}};
-  j["status"] = status_name(r.status());
+  j["status"] = severity_name(r.status());
   j["checks"] = nlohmann::ordered_json::array();
   for (const auto& f : r.findings())
     j["checks"].push_back({{"layer", f.layer},
                            {"subject", f.subject},
-                           {"status", status_name(f.status)},
+                           {"status", severity_name(f.status)},
                            {"message", f.message},
                            {"hint", f.hint}});
   return j.dump(2) + "\n";

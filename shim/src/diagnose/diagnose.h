@@ -16,17 +16,17 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "severity.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
+#include "specshim/base/vendors.h"
 #include "specshim/live/attach_record.h"
 #include "specshim/live/cgroup_devices.h"
 #include "specshim/live/container.h"
 #include "specshim/live/inspect.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/pod_allocation.h"
 #include "specshim/node/userns.h"
-#include "specshim/spec.h"
-#include "specshim/vendors.h"
-#include "status.h"
 
 namespace specshim::shim::diagnose {
 
@@ -45,20 +45,20 @@ inline constexpr std::string_view kHotplug = "hot-plug";
 struct Finding {
   std::string layer;
   std::string subject;
-  Status status = Status::info;
+  Severity status = Severity::info;
   std::string message;
   std::string hint;
 };
 
 class Report {
  public:
-  void add(std::string_view layer, std::string subject, Status s, std::string message, std::string hint = "") {
+  void add(std::string_view layer, std::string subject, Severity s, std::string message, std::string hint = "") {
     findings_.push_back({std::string(layer), std::move(subject), s, std::move(message), std::move(hint)});
   }
   const std::vector<Finding>& findings() const { return findings_; }
   // status is the worst finding's; info alone counts as ok.
-  Status status() const;
-  bool failed() const { return status() == Status::fail; }
+  Severity status() const;
+  bool failed() const { return status() == Severity::fail; }
 
  private:
   std::vector<Finding> findings_;
@@ -171,7 +171,7 @@ void check_cgroup(const Container& c, const Device& d, Report& r, std::string_vi
 bool systemd_allows(std::string_view device_allow, std::string_view proc_devices, char type, std::int64_t major,
                     std::int64_t minor, char access);
 
-// The companions table is specshim/vendors.h.
+// The companions table is specshim/base/vendors.h.
 
 void check_companions(const Container& c, const std::vector<Device>& devices, Report& r);
 void check_identity(const Container& c, Report& r);

@@ -7,11 +7,11 @@ namespace specshim::shim::diagnose {
 
 void check_hotplug(const Container& c, Report& r) {
   if (!c.record) {
-    r.add(kHotplug, "record", Status::info, "nothing attached (no " + std::string(live::attach::kRecordFile) + ")");
+    r.add(kHotplug, "record", Severity::info, "nothing attached (no " + std::string(live::attach::kRecordFile) + ")");
     return;
   }
   if (c.record->devices.empty() && c.record->mounts.empty()) {
-    r.add(kHotplug, "record", Status::info, "nothing attached (everything was detached)");
+    r.add(kHotplug, "record", Severity::info, "nothing attached (everything was detached)");
     return;
   }
   for (const auto& a : c.record->devices) {
@@ -31,9 +31,9 @@ void check_hotplug(const Container& c, Report& r) {
   }
   for (const auto& m : c.record->mounts) {
     if (c.mount_at(m.path))
-      r.add(kHotplug, m.path, Status::ok, "bind mount of " + m.host_path + " (attach)");
+      r.add(kHotplug, m.path, Severity::ok, "bind mount of " + m.host_path + " (attach)");
     else
-      r.add(kHotplug, m.path, Status::fail, "attach bind-mounted " + m.host_path + " here; no mount is there now",
+      r.add(kHotplug, m.path, Severity::fail, "attach bind-mounted " + m.host_path + " here; no mount is there now",
             "something unmounted it: `specshim detach --cdi` and attach again");
   }
 }

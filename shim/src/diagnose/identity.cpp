@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "diagnose/diagnose.h"
-#include "specshim/error.h"
-#include "specshim/passwd.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/passwd.h"
 
 namespace specshim::shim::diagnose {
 namespace {
@@ -34,11 +34,11 @@ struct Named {
   std::uint32_t id;
 };
 
-void check_id(const Container& c, Report& r, std::string_view field, const std::string& file, Status missing) {
+void check_id(const Container& c, Report& r, std::string_view field, const std::string& file, Severity missing) {
   std::string kind = field == "uid" ? "uid" : "gid";
   auto id = process_id(c.spec, field);
   if (!id) {
-    r.add(kIdentity, kind, Status::warn, "process.user." + kind + " is not an id", "");
+    r.add(kIdentity, kind, Severity::warn, "process.user." + kind + " is not an id", "");
     return;
   }
   std::string subject = kind + " " + std::to_string(*id);
@@ -73,14 +73,14 @@ void check_id(const Container& c, Report& r, std::string_view field, const std::
               (kind == "uid" ? ": getpwuid() fails (whoami, ssh, HCCL, NCCL's user lookup)" : ": getgrgid() fails"),
           "the passwd modifier adds the entry at create: [passwd] enabled = true and passwd in [chain] order");
   else
-    r.add(kIdentity, subject, Status::ok, "is `" + name + "` in the container's " + file);
+    r.add(kIdentity, subject, Severity::ok, "is `" + name + "` in the container's " + file);
 }
 
 }  // namespace
 
 void check_identity(const Container& c, Report& r) {
-  check_id(c, r, "uid", "/etc/passwd", Status::fail);
-  check_id(c, r, "gid", "/etc/group", Status::warn);
+  check_id(c, r, "uid", "/etc/passwd", Severity::fail);
+  check_id(c, r, "gid", "/etc/group", Severity::warn);
 }
 
 }  // namespace specshim::shim::diagnose

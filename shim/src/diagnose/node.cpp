@@ -63,25 +63,25 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   live::FileView v = live::look_at(c.root, d.path);
   std::string from = " (" + source_of(d) + ")";
   if (!v.error.empty()) {
-    r.add(layer, d.path, Status::fail, "cannot look at it inside the container: " + v.error,
+    r.add(layer, d.path, Severity::fail, "cannot look at it inside the container: " + v.error,
           "a symlink loop or a file where a directory should be, on the way to the node");
     return;
   }
   if (v.kind == live::FileView::Kind::missing || v.kind == live::FileView::Kind::dangling_symlink) {
-    r.add(layer, d.path, Status::fail,
+    r.add(layer, d.path, Severity::fail,
           std::string(v.kind == live::FileView::Kind::missing ? "does not exist" : "is a dangling symlink") +
               " in the container" + from,
           remedy(d));
     return;
   }
   if (!v.is_device()) {
-    r.add(layer, d.path, Status::fail, "is " + std::string(live::kind_name(v.kind)) + ", not a device node" + from,
+    r.add(layer, d.path, Severity::fail, "is " + std::string(live::kind_name(v.kind)) + ", not a device node" + from,
           "a bind mount of a host path that is no device, or the image ships a file there");
     return;
   }
   std::string got = std::string(1, v.type()) + " " + std::to_string(v.major) + ":" + std::to_string(v.minor);
   if (d.numbers_known && (v.type() != d.type || v.major != d.major || v.minor != d.minor)) {
-    r.add(layer, d.path, Status::fail, "is " + got + ", but " + d.source + " says " + numbers(d),
+    r.add(layer, d.path, Severity::fail, "is " + got + ", but " + d.source + " says " + numbers(d),
           d.bind ? "a bind mount shows the host file's own numbers: the host node at " + d.host_path + " changed"
                  : "another node was made at this path; remove it in the container, then " + remedy(d));
     return;
@@ -89,13 +89,13 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   if (!d.host_path.empty()) {
     auto host = host_device(d.host_path, d.path, "");
     if (host && (host->type != v.type() || host->major != v.major || host->minor != v.minor)) {
-      r.add(layer, d.path, Status::fail, "is " + got + ", but the host node " + d.host_path + " is " + numbers(*host),
+      r.add(layer, d.path, Severity::fail, "is " + got + ", but the host node " + d.host_path + " is " + numbers(*host),
             "the host's node changed since the container was created (driver reloaded?); recreate the container");
       return;
     }
   }
   if (const auto* m = covering(c, d.path); m && has(m->options, "nodev")) {
-    r.add(layer, d.path, Status::fail, got + " is on a nodev mount (" + m->point + "): the kernel refuses to open it",
+    r.add(layer, d.path, Severity::fail, got + " is on a nodev mount (" + m->point + "): the kernel refuses to open it",
           "mount " + m->point + " without nodev, or bind-mount the host node at " + d.path);
     return;
   }
@@ -104,7 +104,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
   if (!live::may_open(c.process, v.uid, v.gid, v.mode, d.access, mapped)) {
     std::string why = looks + from + ": " + c.process_ids() + " may not open it for " + d.access;
     if (!mapped) why += " (its owner is not mapped into the container's user namespace: only the other bits count)";
-    r.add(layer, d.path, Status::fail, why,
+    r.add(layer, d.path, Severity::fail, why,
           d.bind || !mapped
               ? "a bound node keeps its host owner and mode: give the host node the bits the process needs "
                 "(GPU nodes are 0666) or a group mapped into the container"
@@ -112,7 +112,7 @@ void check_node(const Container& c, const Device& d, Report& r, std::string_view
                 "node), or add the node's group to the process's additionalGids");
     return;
   }
-  r.add(layer, d.path, Status::ok, looks + ", opens for " + d.access + from);
+  r.add(layer, d.path, Severity::ok, looks + ", opens for " + d.access + from);
 }
 
 }  // namespace specshim::shim::diagnose

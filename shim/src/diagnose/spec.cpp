@@ -6,7 +6,7 @@
 #include <set>
 
 #include "diagnose/diagnose.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::shim::diagnose {
@@ -122,7 +122,7 @@ std::vector<Device> check_spec(const Setup& setup, const Container& c, Report& r
   if (const Json* annotations = spec.find({"annotations"}); annotations && annotations->is_object())
     for (auto it = annotations->begin(); it != annotations->end(); ++it)
       if (it.key().rfind("specshim.io/", 0) == 0 && it.value().is_string())
-        r.add(kSpec, it.key(), Status::info, "recorded: " + it.value().get<std::string>());
+        r.add(kSpec, it.key(), Severity::info, "recorded: " + it.value().get<std::string>());
 
   std::size_t entries = 0;
   if (const Json* devices = spec.find({"linux", "devices"}); devices && devices->is_array())
@@ -142,37 +142,37 @@ std::vector<Device> check_spec(const Setup& setup, const Container& c, Report& r
         ++entries;
       }
     }
-  r.add(kSpec, "devices", Status::info,
+  r.add(kSpec, "devices", Severity::info,
         std::to_string(entries) + " device node(s) in linux.devices and device bind mounts (runc's own left out)");
 
   std::vector<std::string> requested;
   try {
     requested = cdi::requested_devices(spec);
   } catch (const Error& e) {
-    r.add(kSpec, "CDI", Status::fail, e.what(),
+    r.add(kSpec, "CDI", Severity::fail, e.what(),
           "the create would have failed on this annotation; fix the pod's annotations");
   }
   if (requested.empty()) return out;
   if (!setup.cdi_dirs) {
-    r.add(kSpec, "CDI", Status::warn, "the spec asks for CDI devices " + join(requested, ", ") + " but [cdi] is off",
+    r.add(kSpec, "CDI", Severity::warn, "the spec asks for CDI devices " + join(requested, ", ") + " but [cdi] is off",
           "turn the cdi modifier on, or let the runtime that created it inject them");
     return out;
   }
   std::vector<std::string> missing;
   std::vector<Device> wanted = cdi_devices(setup, spec, requested, missing);
   for (const auto& name : missing)
-    r.add(kSpec, name, Status::warn,
+    r.add(kSpec, name, Severity::warn,
           "requested, but no CDI spec file in " + join(*setup.cdi_dirs, ", ") + " defines it now",
           "the spec file was removed or renamed since the create; `specshim doctor` lists the spec files that fail to "
           "load");
   for (auto& d : wanted) {
     std::string how = in_spec(spec, d.path);
     if (how.empty())
-      r.add(kSpec, d.path, Status::fail,
+      r.add(kSpec, d.path, Severity::fail,
             d.source + " asks for node " + d.path + " (" + numbers(d) + "), and the spec has no entry for it",
             "the create did not inject it: was the cdi modifier on for it ([cdi] enabled, cdi in [chain] order)?");
     else
-      r.add(kSpec, d.path, Status::ok, d.source + ": in the spec (" + how + ")");
+      r.add(kSpec, d.path, Severity::ok, d.source + ": in the spec (" + how + ")");
     add_device(out, std::move(d));
   }
   return out;

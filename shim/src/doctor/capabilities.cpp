@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "doctor/doctor.h"
-#include "specshim/caps.h"
-#include "specshim/fs.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -22,7 +22,7 @@ void check_userns(const Host& host, Check& c) {
   try {
     text = fs::read_regular_file(uid_map, 1 << 16);
   } catch (const std::exception& e) {
-    c.add(Status::warn, "cannot read " + uid_map.string() + ": " + e.what());
+    c.add(Severity::warn, "cannot read " + uid_map.string() + ": " + e.what());
     return;
   }
   std::istringstream s(text);
@@ -30,19 +30,19 @@ void check_userns(const Host& host, Check& c) {
   s >> inside >> outside >> count;
   std::string more;
   if (inside == 0 && outside == 0 && count == 4294967295ULL && !(s >> more)) {
-    c.add(Status::ok, "initial user namespace");
+    c.add(Severity::ok, "initial user namespace");
     return;
   }
   // Ref: user_namespaces(7): mknod of a device needs CAP_MKNOD in the initial namespace.
   std::string first = std::to_string(inside) + " " + std::to_string(outside) + " " + std::to_string(count);
-  c.add(Status::fail, "in a user namespace (uid_map `" + first + (more.empty() ? "" : " ...") +
-                          "`): the runtime cannot create device nodes (rootless)");
+  c.add(Severity::fail, "in a user namespace (uid_map `" + first + (more.empty() ? "" : " ...") +
+                            "`): the runtime cannot create device nodes (rootless)");
 }
 
-void check_own(Check& c, const char* cap, Status missing, const std::string& why) {
+void check_own(Check& c, const char* cap, Severity missing, const std::string& why) {
   caps::Own own = caps::own(cap);
   if (own.effective)
-    c.add(Status::ok, std::string(cap) + ": effective");
+    c.add(Severity::ok, std::string(cap) + ": effective");
   else
     c.add(missing,
           std::string(cap) + ": not effective" + (own.bounding ? "" : " (not in the bounding set)") + ": " + why);
@@ -56,13 +56,13 @@ void check_rules(const Loaded& loaded, Check& c) {
   for (const auto& rule : loaded.rules) {
     for (const auto& cap : rule.capabilities)
       if (!caps::own(cap).bounding)
-        c.add(Status::warn, "rule `" + rule.name + "` adds " + cap + ", which is not in specshim's bounding set");
+        c.add(Severity::warn, "rule `" + rule.name + "` adds " + cap + ", which is not in specshim's bounding set");
     for (const auto& limit : rule.rlimits) {
       auto [soft, hard] = requirements::own_limit(limit.type);
       if (limit.hard > hard && !sys_resource)
-        c.add(Status::warn, "rule `" + rule.name + "` raises the " + limit.type + " hard limit to " +
-                                limit_text(limit.hard) + ", above this process's " + limit_text(hard) +
-                                ", without CAP_SYS_RESOURCE: matched containers would fail to start");
+        c.add(Severity::warn, "rule `" + rule.name + "` raises the " + limit.type + " hard limit to " +
+                                  limit_text(limit.hard) + ", above this process's " + limit_text(hard) +
+                                  ", without CAP_SYS_RESOURCE: matched containers would fail to start");
     }
   }
 }
@@ -72,8 +72,8 @@ void check_rules(const Loaded& loaded, Check& c) {
 Check check_capabilities(const Host& host, const Loaded& loaded) {
   Check c("capabilities");
   check_userns(host, c);
-  check_own(c, "CAP_MKNOD", Status::fail, "the runtime cannot create device nodes");
-  check_own(c, "CAP_SYS_RESOURCE", Status::info, "rlimits can only be raised up to this process's hard limits");
+  check_own(c, "CAP_MKNOD", Severity::fail, "the runtime cannot create device nodes");
+  check_own(c, "CAP_SYS_RESOURCE", Severity::info, "rlimits can only be raised up to this process's hard limits");
   check_rules(loaded, c);
   return c;
 }

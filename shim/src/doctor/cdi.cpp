@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
-#include "specshim/env_devices.h"
+#include "specshim/modifiers/env_devices.h"
 #include "specshim/node/cdi_cache.h"
 
 namespace specshim::shim::doctor {
@@ -29,13 +29,13 @@ void check_dirs(const cdi::Registry& reg, Check& c) {
                               [&](const std::string& e) { return e.find("`" + dir + "`") != std::string::npos; });
     std::error_code ec;
     if (error != reg.dir_errors.end()) {
-      c.add(Status::fail, *error);
+      c.add(Severity::fail, *error);
     } else if (!std::filesystem::exists(dir, ec)) {
-      c.add(Status::info, dir + ": absent");
+      c.add(Severity::info, dir + ": absent");
     } else {
       auto files = std::count_if(reg.files.begin(), reg.files.end(),
                                  [&](const Result& f) { return f.priority == static_cast<int>(i); });
-      c.add(Status::ok, dir + ": " + count(static_cast<std::size_t>(files), "spec file"));
+      c.add(Severity::ok, dir + ": " + count(static_cast<std::size_t>(files), "spec file"));
     }
   }
 }
@@ -43,10 +43,10 @@ void check_dirs(const cdi::Registry& reg, Check& c) {
 void check_files(const cdi::Registry& reg, Check& c) {
   for (const auto& f : reg.files) {
     if (f.status == Result::Status::failed) {
-      c.add(Status::fail, f.path + ": " + f.error);
+      c.add(Severity::fail, f.path + ": " + f.error);
     } else if (f.spec) {
-      c.add(Status::ok, f.path + ": loaded (`" + f.spec->kind + "`, cdiVersion " + f.spec->version + ", " +
-                            count(f.spec->devices.size(), "device") + ")");
+      c.add(Severity::ok, f.path + ": loaded (`" + f.spec->kind + "`, cdiVersion " + f.spec->version + ", " +
+                              count(f.spec->devices.size(), "device") + ")");
     }
   }
 }
@@ -56,23 +56,23 @@ void check_files(const cdi::Registry& reg, Check& c) {
 // it: not a directory owned by root and closed to group and others.
 void check_cache(const Host& host, const std::string& dir, Check& c) {
   if (dir.empty()) {
-    c.add(Status::info, "parse cache off (cache-dir = \"\"): every create parses the spec files it needs");
+    c.add(Severity::info, "parse cache off (cache-dir = \"\"): every create parses the spec files it needs");
     return;
   }
   if (cdi::build_id().empty()) {
-    c.add(Status::info, "parse cache off: this binary has no ELF build ID to key entries by");
+    c.add(Severity::info, "parse cache off: this binary has no ELF build ID to key entries by");
     return;
   }
   std::string at = host.path(dir).string();
   struct stat st {};
   if (::lstat(at.c_str(), &st) != 0) {
-    c.add(Status::info, "parse cache " + dir + ": absent (the first create with a CDI request makes it, 0700)");
+    c.add(Severity::info, "parse cache " + dir + ": absent (the first create with a CDI request makes it, 0700)");
     return;
   }
   if (!cdi::usable_cache_dir(st, 0)) {
-    c.add(Status::warn, "parse cache " + dir +
-                            ": not used (not a directory owned by root and closed to group and others): every "
-                            "create parses its spec files");
+    c.add(Severity::warn, "parse cache " + dir +
+                              ": not used (not a directory owned by root and closed to group and others): every "
+                              "create parses its spec files");
     return;
   }
   std::error_code ec;
@@ -81,10 +81,10 @@ void check_cache(const Host& host, const std::string& dir, Check& c) {
        it.increment(ec))
     entries += it->path().extension() == ".cdi";
   if (ec) {
-    c.add(Status::info, "parse cache " + dir + ": entries not readable as uid " + std::to_string(::geteuid()));
+    c.add(Severity::info, "parse cache " + dir + ": entries not readable as uid " + std::to_string(::geteuid()));
     return;
   }
-  c.add(Status::ok, "parse cache " + dir + ": " + std::to_string(entries) + (entries == 1 ? " entry" : " entries"));
+  c.add(Severity::ok, "parse cache " + dir + ": " + std::to_string(entries) + (entries == 1 ? " entry" : " entries"));
 }
 
 // check_present says how many of an env-devices kind's devices have their
@@ -105,14 +105,14 @@ void check_present(const env_devices::Entry& e, const cdi::Registry& reg, Check&
   std::string count = std::to_string(total - absent.size()) + " of " + std::to_string(total) + " `" + e.kind +
                       "` devices have their nodes here";
   if (e.scope == env_devices::Scope::visible)
-    c.add(total == absent.size() ? Status::warn : Status::ok,
+    c.add(total == absent.size() ? Severity::warn : Severity::ok,
           head + count + " (scope = \"visible\": `all` and indices count among them)");
   else if (absent.empty())
-    c.add(Status::ok, head + "`" + e.kind + "` devices are defined, and their nodes are here");
+    c.add(Severity::ok, head + "`" + e.kind + "` devices are defined, and their nodes are here");
   else
-    c.add(Status::warn, head + count + "; absent: " + join_some(absent, ", ") +
-                            ": `all` fails on this node. A specshim that is the runtime of a containerd or dockerd "
-                            "inside a container wants scope = \"visible\"");
+    c.add(Severity::warn, head + count + "; absent: " + join_some(absent, ", ") +
+                              ": `all` fails on this node. A specshim that is the runtime of a containerd or dockerd "
+                              "inside a container wants scope = \"visible\"");
 }
 
 }  // namespace
@@ -120,14 +120,14 @@ void check_present(const env_devices::Entry& e, const cdi::Registry& reg, Check&
 Check check_cdi(const Host& host, const Loaded& loaded) {
   Check c("cdi");
   if (!loaded.cdi_dirs) {
-    c.add(Status::info, "disabled ([cdi] enabled = false)");
+    c.add(Severity::info, "disabled ([cdi] enabled = false)");
     return c;
   }
   if (loaded.valid && !loaded.on("cdi")) {
-    c.add(Status::info, "disabled (not in [chain] order)");
+    c.add(Severity::info, "disabled (not in [chain] order)");
     return c;
   }
-  if (!loaded.valid) c.add(Status::info, "config invalid: checking the built-in spec dirs");
+  if (!loaded.valid) c.add(Severity::info, "config invalid: checking the built-in spec dirs");
 
   std::vector<std::string> dirs;
   for (const auto& d : *loaded.cdi_dirs) dirs.push_back(host.path(d).string());
@@ -138,29 +138,29 @@ Check check_cdi(const Host& host, const Loaded& loaded) {
   // Two files of the same dir (the highest that defines the name) make the
   // name unusable: a create asking for it is refused.
   for (const auto& [name, files] : reg.conflicts)
-    c.add(Status::fail, "device `" + name + "` is defined by more than one spec file (" + join(files, ", ") +
-                            "): creates asking for it fail");
+    c.add(Severity::fail, "device `" + name + "` is defined by more than one spec file (" + join(files, ", ") +
+                              "): creates asking for it fail");
 
   // env-devices hands its requests to cdi: a kind without a spec fails them.
   for (const auto& e : loaded.env_devices) {
     std::string prefix = e.kind + "=";
     auto it = reg.devices.lower_bound(prefix);
     if (it == reg.devices.end() || it->first.rfind(prefix, 0) != 0)
-      c.add(Status::warn, "env-devices `" + e.env + "`: no spec file defines a `" + e.kind +
-                              "` device: creates that ask for one fail (nvidia-ctk cdi generate or "
-                              "nvidia-cdi-refresh write NVIDIA's)");
+      c.add(Severity::warn, "env-devices `" + e.env + "`: no spec file defines a `" + e.kind +
+                                "` device: creates that ask for one fail (nvidia-ctk cdi generate or "
+                                "nvidia-cdi-refresh write NVIDIA's)");
     else
       check_present(e, reg, c);
   }
 
   if (reg.files.empty()) {
-    c.add(Status::info, "no CDI spec files");
+    c.add(Severity::info, "no CDI spec files");
     return c;
   }
   auto ok = std::count_if(reg.files.begin(), reg.files.end(), [](const Result& f) { return f.spec != nullptr; });
   std::vector<std::string> names;
   for (const auto& [name, ref] : reg.devices) names.push_back(name);
-  c.add(Status::info,
+  c.add(Severity::info,
         std::to_string(ok) + " of " + count(reg.files.size(), "spec file") + " loaded, " +
             count(names.size(), "device") + " usable",
         names);

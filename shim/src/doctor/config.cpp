@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "doctor/doctor.h"
-#include "specshim/chain_facts.h"
-#include "specshim/config_file.h"
-#include "specshim/error.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/chain_facts.h"
+#include "specshim/modifiers/config_file.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/patches.h"
+#include "specshim/modifiers/registry.h"
 #include "specshim/node/cdi.h"
-#include "specshim/patches.h"
-#include "specshim/registry.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -68,8 +68,9 @@ void kubelet_roots(const Loaded& loaded, Check& c) {
     return;
   std::vector<std::string> parts;
   for (const auto& [who, root] : users) parts.push_back(who + " " + root);
-  c.add(Status::warn, "the modifiers that ask the kubelet look for it in different roots (" + join(parts, ", ") +
-                          "): a node has one kubelet; set [kubelet] root once and leave out the tables' kubelet-root");
+  c.add(Severity::warn,
+        "the modifiers that ask the kubelet look for it in different roots (" + join(parts, ", ") +
+            "): a node has one kubelet; set [kubelet] root once and leave out the tables' kubelet-root");
 }
 
 // why_none_on says which keys turned every modifier off: `chain.order`
@@ -119,51 +120,51 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.nri_table = doc.root().table("nri").has_value();
     read_probed_tables(doc, loaded);
     loaded.valid = true;
-    c.add(Status::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
+    c.add(Severity::ok, file.string() + (doc.exists() ? ": valid" : ": absent, built-in defaults"));
     for (const auto& m : config.chain.modifiers()) loaded.modifiers_on.emplace_back(m->name());
     ChainFacts facts = chain_facts(doc);
     loaded.rules = std::move(facts.rules);
     loaded.env_devices = std::move(facts.env_devices);
     for (const auto& patch : facts.patches)
-      c.add(Status::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
-                              std::to_string(patch.set_mounts.size()) + " set-mounts");
+      c.add(Severity::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
+                                std::to_string(patch.set_mounts.size()) + " set-mounts");
     std::string on, off;
     for (const auto& e : registry()) {
       std::string& list = loaded.on(e.name) ? on : off;
       list += (list.empty() ? "" : ", ") + std::string(e.name);
     }
-    c.add(Status::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
-    if (on.empty()) c.add(Status::warn, "no modifier is on, so specshim changes no container: " + why_none_on(doc));
-    if (loaded.on("passwd")) c.add(Status::info, passwd_scope(doc));
+    c.add(Severity::info, "modifiers on: " + (on.empty() ? "none" : on) + "; off: " + (off.empty() ? "none" : off));
+    if (on.empty()) c.add(Severity::warn, "no modifier is on, so specshim changes no container: " + why_none_on(doc));
+    if (loaded.on("passwd")) c.add(Severity::info, passwd_scope(doc));
     for (const auto& r : loaded.rules) {
-      c.add(Status::info, "requirements rule " + describe_rule(r));
+      c.add(Severity::info, "requirements rule " + describe_rule(r));
       // specshim.io/resources is written by the device-plugin modifier; without it the annotation is
       // absent or, worse, whatever a pod's annotations put there.
       if (!r.match.resources.empty() && !loaded.on("device-plugin"))
-        c.add(Status::warn, "requirements rule `" + r.name +
-                                "` matches resources, but the device-plugin modifier "
-                                "that writes " +
-                                std::string(requirements::kResourcesAnnotation) + " is off");
+        c.add(Severity::warn, "requirements rule `" + r.name +
+                                  "` matches resources, but the device-plugin modifier "
+                                  "that writes " +
+                                  std::string(requirements::kResourcesAnnotation) + " is off");
     }
     for (const auto& e : loaded.env_devices) {
-      c.add(Status::info, "env-devices `" + e.env + "`: bare names are `" + e.kind + "`; grants of " +
-                              join(e.resources, ", ") + " count" +
-                              (e.volume_mounts.empty() ? "" : "; volume-mounts below " + e.volume_mounts) + "; " +
-                              (e.grammar == env_devices::Grammar::ascend ? "Ascend's" : "NVIDIA's") +
-                              " grammar; after = " + (e.after == env_devices::After::keep ? "\"keep\"" : "\"void\""));
+      c.add(Severity::info, "env-devices `" + e.env + "`: bare names are `" + e.kind + "`; grants of " +
+                                join(e.resources, ", ") + " count" +
+                                (e.volume_mounts.empty() ? "" : "; volume-mounts below " + e.volume_mounts) + "; " +
+                                (e.grammar == env_devices::Grammar::ascend ? "Ascend's" : "NVIDIA's") +
+                                " grammar; after = " + (e.after == env_devices::After::keep ? "\"keep\"" : "\"void\""));
       if (!loaded.on("cdi"))
-        c.add(Status::warn, "env-devices `" + e.env + "`: the cdi modifier that injects its devices is off: " +
-                                "creates that ask for devices fail");
+        c.add(Severity::warn, "env-devices `" + e.env + "`: the cdi modifier that injects its devices is off: " +
+                                  "creates that ask for devices fail");
     }
     // [device-plugin.dra] is read by device-plugin and resolved by cdi: with
     // either off, siblings get no claims, and nothing else would say so.
     for (const char* needed : {"device-plugin", "cdi"})
       if (loaded.device_plugin.dra.enabled && !loaded.on(needed))
-        c.add(Status::warn, std::string("[device-plugin.dra] is enabled, but the ") + needed +
-                                " modifier is off: siblings get no DRA claims");
+        c.add(Severity::warn, std::string("[device-plugin.dra] is enabled, but the ") + needed +
+                                  " modifier is off: siblings get no DRA claims");
     kubelet_roots(loaded, c);
   } catch (const std::exception& e) {
-    c.add(Status::fail, describe(e));
+    c.add(Severity::fail, describe(e));
   }
   return c;
 }

@@ -12,9 +12,9 @@
 
 #include "doctor/containerd_files.h"
 #include "doctor/doctor.h"
-#include "specshim/config.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/config.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::doctor {
 
@@ -27,11 +27,11 @@ void Scan::runtime(const fs::path& file, const Runtime& r) {
   bool ours = !r.binary.empty() && same_file(host.path(r.binary), self);
   if (!named && !ours) return;
   if (r.binary.empty()) {
-    check.add(Status::fail, where + " has no options.BinaryName: containerd runs plain runc");
+    check.add(Severity::fail, where + " has no options.BinaryName: containerd runs plain runc");
     return;
   }
   if (fs::path(r.binary).is_relative()) {
-    check.add(Status::warn,
+    check.add(Severity::warn,
               where + ": BinaryName `" + r.binary +
                   "` is relative: containerd's shim looks it up on its own PATH, which doctor cannot see");
     return;
@@ -39,15 +39,15 @@ void Scan::runtime(const fs::path& file, const Runtime& r) {
   std::error_code ec;
   if (ours) {
     ++registered;
-    check.add(Status::ok, where + ": BinaryName `" + r.binary + "` is this binary");
+    check.add(Severity::ok, where + ": BinaryName `" + r.binary + "` is this binary");
   } else if (!fs::exists(host.path(r.binary), ec)) {
-    check.add(Status::fail,
+    check.add(Severity::fail,
               where + ": BinaryName `" + r.binary + "` does not exist (this binary is " + self.string() + ")");
   } else {
-    check.add(Status::fail, where + ": BinaryName `" + r.binary + "` is not this binary (" + self.string() + ")");
+    check.add(Severity::fail, where + ": BinaryName `" + r.binary + "` is not this binary (" + self.string() + ")");
   }
   if (r.type != "io.containerd.runc.v2" && r.type != "io.containerd.runc.v1")
-    check.add(Status::fail, where + ": runtime_type `" + r.type + "` ignores BinaryName (use io.containerd.runc.v2)");
+    check.add(Severity::fail, where + ": runtime_type `" + r.type + "` ignores BinaryName (use io.containerd.runc.v2)");
 }
 
 void Scan::judge_runtimes() {
@@ -174,18 +174,18 @@ Which which_containerd(const Scan& scan, const Containerd& ctd, Check& c) {
   if (!ctd.version.empty()) {
     version = "containerd " + ctd.version;
     line = ctd.major >= 2 ? Line::v2 : ctd.major == 1 && ctd.minor >= 7 ? Line::v1_7 : Line::v1_6;
-    c.add(Status::info, ctd.binary + ": " + version);
+    c.add(Severity::info, ctd.binary + ": " + version);
   } else {
     std::string why = !ctd.problem.empty() ? ctd.problem : "no `containerd` on PATH under " + scan.host.root.string();
     if (have_root && root_version >= 3) {
       line = Line::v2;
       version = "containerd 2.x (a version " + std::to_string(root_version) + " config)";
-      c.add(Status::info, "containerd version unknown (" + why + "): assuming 2.x, whose config version " +
-                              std::to_string(root_version) + " is");
+      c.add(Severity::info, "containerd version unknown (" + why + "): assuming 2.x, whose config version " +
+                                std::to_string(root_version) + " is");
     } else {
       std::string config = have_root ? "a version " + std::to_string(root_version) + " config" : "no config";
-      c.add(Status::info, "containerd version unknown (" + why + "): assuming 1.7 for " + config +
-                              " (1.6 has no CDI; 2.x also reads version 2 configs, with CRI CDI on by default)");
+      c.add(Severity::info, "containerd version unknown (" + why + "): assuming 1.7 for " + config +
+                                " (1.6 has no CDI; 2.x also reads version 2 configs, with CRI CDI on by default)");
     }
   }
   return {line, version};
@@ -198,7 +198,7 @@ Which which_containerd(const Scan& scan, const Containerd& ctd, Check& c) {
 void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, Check& c) {
   const auto& [line, version] = which;
   if (line == Line::v1_6) {
-    c.add(Status::info, version + " has no CDI (it came in 1.7): specshim alone injects CDI devices");
+    c.add(Severity::info, version + " has no CDI (it came in 1.7): specshim alone injects CDI devices");
     return;
   }
 
@@ -212,20 +212,20 @@ void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, C
   std::vector<std::string> dirs = cdi_dirs.value.value_or(containerd_cdi_dirs());
   std::string dirs_why = cdi_dirs.value ? "cdi_spec_dirs, " + cdi_dirs.at : "the default";
   if (!enabled) {
-    c.add(Status::info, "containerd's CRI CDI is off (" + why +
-                            "): specshim alone injects CDI devices, from annotations; CRI's CDIDevices requests "
-                            "(DRA claims, device plugins' cdi_devices) reach no runtime");
+    c.add(Severity::info, "containerd's CRI CDI is off (" + why +
+                              "): specshim alone injects CDI devices, from annotations; CRI's CDIDevices requests "
+                              "(DRA claims, device plugins' cdi_devices) reach no runtime");
     return;
   }
   std::string on = "containerd's CRI CDI is on (" + why + ") and resolves CRI's CDI requests before specshim runs";
   if (!loaded.valid) {
-    c.add(Status::info, on + ", from " + listed(dirs) + " (" + dirs_why +
-                            "); specshim's config is invalid, its spec dirs are not compared");
+    c.add(Severity::info, on + ", from " + listed(dirs) + " (" + dirs_why +
+                              "); specshim's config is invalid, its spec dirs are not compared");
     return;
   }
   if (!loaded.on("cdi") || !loaded.cdi_dirs) {
-    c.add(Status::info, on + ", from " + listed(dirs) + " (" + dirs_why +
-                            "); specshim's cdi modifier is off: containerd alone injects CDI devices");
+    c.add(Severity::info, on + ", from " + listed(dirs) + " (" + dirs_why +
+                              "); specshim's cdi modifier is off: containerd alone injects CDI devices");
     return;
   }
   const auto& ours = *loaded.cdi_dirs;
@@ -235,8 +235,8 @@ void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, C
                     std::equal(ours.begin(), ours.end(), dirs.begin(),
                                [](const std::string& a, const std::string& b) { return clean_dir(a) == clean_dir(b); });
   if (same_order) {
-    c.add(Status::ok, on + ", from the spec dirs specshim's [cdi] reads (" + listed(dirs) +
-                          "); specshim's cdi then adds nothing twice");
+    c.add(Severity::ok, on + ", from the spec dirs specshim's [cdi] reads (" + listed(dirs) +
+                            "); specshim's cdi then adds nothing twice");
     return;
   }
   std::string text = on + ": its cdi_spec_dirs are " + listed(dirs) + " (" + dirs_why +
@@ -251,7 +251,7 @@ void check_cri_cdi(const Scan& scan, const Which& which, const Loaded& loaded, C
             "annotation reaches it";
   if (only_ours.empty() && only_theirs.empty())
     text += "; the same dirs in another order: a device defined in two of them resolves to different specs";
-  c.add(Status::warn, text + "; set both to the same list (docs/cdi.md, \"containerd's own CDI\")");
+  c.add(Severity::warn, text + "; set both to the same list (docs/cdi.md, \"containerd's own CDI\")");
 }
 
 // nvidia_runtime_runs returns the low-level runtime NVIDIA's runtime execs:
@@ -293,30 +293,30 @@ void check_default_handler(const Scan& scan, Line line, const Loaded& loaded, Ch
                      (name ? "default_runtime_name, " + name_at : std::string("containerd's default")) + ")";
   std::string rollout = "; pods reach specshim only through a RuntimeClass whose handler runs it";
   if (binary.empty()) {
-    c.add(Status::info, head + ", which runs runc: specshim is not in their chain" + rollout);
+    c.add(Severity::info, head + ", which runs runc: specshim is not in their chain" + rollout);
     return;
   }
   fs::path exe = fs::path(binary).is_absolute() ? scan.host.path(binary) : fs::path();
   if (!exe.empty() && same_file(exe, scan.self)) {
     std::string then = loaded.settings.runtime_path.value_or("runc");
-    c.add(Status::ok, head + ", which runs specshim (this binary), which runs " + then + " ([runtime] path)");
+    c.add(Severity::ok, head + ", which runs specshim (this binary), which runs " + then + " ([runtime] path)");
     return;
   }
   if (fs::path(binary).filename() == "nvidia-container-runtime") {
     std::string where;
     fs::path next = nvidia_runtime_runs(scan.host, where);
     if (!next.empty() && same_file(next, scan.self)) {
-      c.add(Status::ok,
+      c.add(Severity::ok,
             head + ", which runs NVIDIA's runtime (" + binary + "), which runs specshim (this binary, " + where + ")");
       return;
     }
-    c.add(Status::info, head + ", which runs NVIDIA's runtime (" + binary + "), which runs " +
-                            (next.empty() ? std::string("none of its runtimes (not found)") : next.string()) + " (" +
-                            where + "): specshim is not in their chain" + rollout +
-                            ", or install-on-host.sh --handler " + handler + " --chain puts it in front");
+    c.add(Severity::info, head + ", which runs NVIDIA's runtime (" + binary + "), which runs " +
+                              (next.empty() ? std::string("none of its runtimes (not found)") : next.string()) + " (" +
+                              where + "): specshim is not in their chain" + rollout +
+                              ", or install-on-host.sh --handler " + handler + " --chain puts it in front");
     return;
   }
-  c.add(Status::info,
+  c.add(Severity::info,
         head + ", whose BinaryName `" + binary + "` is not specshim: specshim is not in their chain" + rollout);
 }
 
@@ -329,7 +329,7 @@ Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& s
   if (fs::exists(config, ec))
     scan.walk({config}, true);
   else
-    c.add(Status::warn, config.string() + ": absent");
+    c.add(Severity::warn, config.string() + ": absent");
   // conf.d next to the root file, imported or not: where installers put
   // handler drop-ins (containerd reads only what imports names).
   scan.walk(expand(config.parent_path() / "conf.d/*.toml"), false);
@@ -337,8 +337,8 @@ Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& s
   if (scan.registered == 0) {
     std::vector<std::string> read;
     for (const auto& f : scan.files) read.push_back(f.path.string());
-    c.add(Status::warn, "no containerd config registers this binary (" + self_exe.string() + ")" +
-                            (read.empty() ? "" : "; read " + join(read, ", ")));
+    c.add(Severity::warn, "no containerd config registers this binary (" + self_exe.string() + ")" +
+                              (read.empty() ? "" : "; read " + join(read, ", ")));
   }
   Which which = which_containerd(scan, find_containerd(host), c);
   check_default_handler(scan, which.line, loaded, c);

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::shim::doctor::containerd_files {
 namespace {
@@ -82,13 +82,13 @@ std::vector<fs::path> Scan::file(const fs::path& path, bool loaded) {
       fs::path full = p.is_absolute() ? host.path(imp) : path.parent_path() / p;
       auto matched = expand(full);
       if (matched.empty() && imp.find('*') == std::string::npos && loaded)
-        check.add(Status::warn, path.string() + ": imports `" + imp + "`: " + full.string() +
+        check.add(Severity::warn, path.string() + ": imports `" + imp + "`: " + full.string() +
                                     " does not exist: containerd fails to start on a missing import");
       for (const auto& m : matched) imports.push_back(m);
     }
     cri_cdi(root, f);
   } catch (const std::exception& e) {
-    check.add(Status::fail, describe(e));
+    check.add(Severity::fail, describe(e));
   }
   files.push_back(std::move(f));
   return imports;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "doctor/doctor.h"
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 #include "specshim/node/containerd_config.h"
 
 namespace specshim::shim::doctor::containerd_files {

@@ -10,25 +10,25 @@
 #include <vector>
 
 #include "settings.h"
-#include "specshim/cpuset.h"
-#include "specshim/device_plugin.h"
-#include "specshim/env_devices.h"
-#include "specshim/error.h"
+#include "severity.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/cpuset.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/requirements.h"
 #include "specshim/node/hotplug.h"
-#include "specshim/requirements.h"
-#include "status.h"
 
 namespace specshim::shim::doctor {
 
-// Status (status.h): a check is as bad as its worst finding (a check with
+// Severity (severity.h): a check is as bad as its worst finding (a check with
 // nothing but notes is info), and any fail makes doctor exit 1.
-using shim::Status;
-using shim::status_name;
+using shim::Severity;
+using shim::severity_name;
 
 // Finding is one line of the report. details are what it counted (device
 // names, device IDs): in the JSON always, in the text with --verbose.
 struct Finding {
-  Status status;
+  Severity status;
   std::string text;
   std::vector<std::string> details = {};
 };
@@ -39,8 +39,8 @@ struct Check {
   std::vector<Finding> findings;
 
   explicit Check(std::string n) : name(std::move(n)) {}
-  Status status() const;
-  void add(Status s, std::string text, std::vector<std::string> details = {}) {
+  Severity status() const;
+  void add(Severity s, std::string text, std::vector<std::string> details = {}) {
     findings.push_back({s, std::move(text), std::move(details)});
   }
 };

@@ -8,8 +8,8 @@
 #include "specshim/node/hotplug.h"
 
 #include "doctor/doctor.h"
-#include "specshim/caps.h"
-#include "specshim/fs.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/fs.h"
 #include "specshim/live/cgroup_devices.h"
 
 namespace specshim::shim::doctor {
@@ -40,62 +40,63 @@ bool check_mode(const Host& host, Check& c) {
   try {
     l = layout(fs::read_regular_file(mountinfo, 4 << 20));
   } catch (const std::exception& e) {
-    c.add(Status::warn, "cannot read " + mountinfo.string() + ": " + e.what());
+    c.add(Severity::warn, "cannot read " + mountinfo.string() + ": " + e.what());
     return false;
   }
   if (!l.v1 && !l.unified.empty()) {
-    c.add(Status::ok, "cgroup v2 at " + l.unified + ": attach replaces the container's device program");
+    c.add(Severity::ok, "cgroup v2 at " + l.unified + ": attach replaces the container's device program");
     return true;
   }
   if (l.devices.empty()) {
-    c.add(Status::warn, l.unified.empty() ? "no cgroup devices controller and no cgroup2: attach cannot grant a device"
-                                          : "cgroup v1 without the devices controller (cgroup2 at " + l.unified +
-                                                "): attach can only replace device programs there");
+    c.add(Severity::warn, l.unified.empty()
+                              ? "no cgroup devices controller and no cgroup2: attach cannot grant a device"
+                              : "cgroup v1 without the devices controller (cgroup2 at " + l.unified +
+                                    "): attach can only replace device programs there");
     return !l.unified.empty();
   }
   if (l.unified.empty()) {
-    c.add(Status::ok, "cgroup v1: attach writes devices.allow under " + l.devices);
+    c.add(Severity::ok, "cgroup v1: attach writes devices.allow under " + l.devices);
     return false;
   }
-  c.add(Status::ok, "cgroup v1 hybrid: attach writes devices.allow under " + l.devices +
-                        ", and replaces a device program on the container's cgroup under " + l.unified +
-                        " when one is attached");
+  c.add(Severity::ok, "cgroup v1 hybrid: attach writes devices.allow under " + l.devices +
+                          ", and replaces a device program on the container's cgroup under " + l.unified +
+                          " when one is attached");
   return true;
 }
 
 void check_bpf(bool needed, Check& c) {
   std::string why = live::device_program_loads();
   if (why.empty())
-    c.add(Status::ok, "bpf(2): specshim's device program for runc's default rules loads");
+    c.add(Severity::ok, "bpf(2): specshim's device program for runc's default rules loads");
   else
-    c.add(needed ? Status::warn : Status::info,
+    c.add(needed ? Severity::warn : Severity::info,
           "bpf(2): " + why + (needed ? ": attach cannot replace device programs" : " (not needed without cgroup2)"));
 }
 
 void check_cap(Check& c, const char* cap, const std::string& for_what) {
   caps::Own own = caps::own(cap);
   if (own.effective)
-    c.add(Status::ok, std::string(cap) + ": effective (" + for_what + ")");
+    c.add(Severity::ok, std::string(cap) + ": effective (" + for_what + ")");
   else
-    c.add(Status::warn, std::string(cap) + ": not effective" + (own.bounding ? "" : " (not in the bounding set)") +
-                            ": attach cannot " + for_what);
+    c.add(Severity::warn, std::string(cap) + ": not effective" + (own.bounding ? "" : " (not in the bounding set)") +
+                              ": attach cannot " + for_what);
 }
 
 void check_systemd(const Host& host, Check& c) {
   if (!live::systemd_is_pid1(host.root)) {
-    c.add(Status::info, "systemd is not PID 1 (no " + host.path("/run/systemd/system").string() +
-                            "): no unit owns container cgroups, nothing to tell systemd");
+    c.add(Severity::info, "systemd is not PID 1 (no " + host.path("/run/systemd/system").string() +
+                              "): no unit owns container cgroups, nothing to tell systemd");
     return;
   }
   std::error_code ec;
   for (const char* p : {"/usr/bin/systemctl", "/bin/systemctl"})
     if (std::filesystem::exists(host.path(p), ec)) {
-      c.add(Status::ok, std::string("systemd is PID 1: for a container cgroup in a .scope, attach also sets "
-                                    "DeviceAllow= with `") +
-                            p + " set-property --runtime` (so a daemon-reload keeps the device)");
+      c.add(Severity::ok, std::string("systemd is PID 1: for a container cgroup in a .scope, attach also sets "
+                                      "DeviceAllow= with `") +
+                              p + " set-property --runtime` (so a daemon-reload keeps the device)");
       return;
     }
-  c.add(Status::warn,
+  c.add(Severity::warn,
         "systemd is PID 1 but systemctl is not in /usr/bin or /bin: attach cannot set DeviceAllow=, a "
         "daemon-reload would take attached devices away from containers in a .scope");
 }
@@ -109,13 +110,13 @@ void check_desired(const Host& host, const Loaded& loaded, Check& c) {
   try {
     auto d = hotplug::read_desired(host.path(file));
     if (!d) {
-      c.add(Status::info, "desired-state file " + file + ": absent (reconcile has nothing to attach; " + modifier +
-                              " nothing at create)");
+      c.add(Severity::info, "desired-state file " + file + ": absent (reconcile has nothing to attach; " + modifier +
+                                " nothing at create)");
       return;
     }
-    c.add(Status::ok, "desired-state file " + file + ": " + std::to_string(d->entries.size()) + " entries, valid");
+    c.add(Severity::ok, "desired-state file " + file + ": " + std::to_string(d->entries.size()) + " entries, valid");
   } catch (const std::exception& e) {
-    c.add(Status::warn, describe(e) + ": reconcile changes nothing and " + modifier + " nothing until it is fixed");
+    c.add(Severity::warn, describe(e) + ": reconcile changes nothing and " + modifier + " nothing until it is fixed");
   }
 }
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "doctor/doctor.h"
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 #include "specshim/live/cgroup_devices.h"
 
 namespace specshim::shim::doctor {
@@ -23,10 +23,10 @@ void check_openat2(Check& c) {
   long fd = ::syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof how);
   if (fd >= 0) {
     ::close(static_cast<int>(fd));
-    c.add(Status::ok, "openat2 with RESOLVE_IN_ROOT: available");
+    c.add(Severity::ok, "openat2 with RESOLVE_IN_ROOT: available");
   } else {
-    c.add(Status::warn, std::string("openat2: ") + std::strerror(errno) +
-                            " (kernel before 5.6?): paths inside the rootfs are resolved without it");
+    c.add(Severity::warn, std::string("openat2: ") + std::strerror(errno) +
+                              " (kernel before 5.6?): paths inside the rootfs are resolved without it");
   }
 }
 
@@ -56,7 +56,7 @@ void check_cgroups(const Host& host, Check& c) {
   try {
     all = live::parse_mountinfo(fs::read_regular_file(mountinfo, 4 << 20));
   } catch (const std::exception& e) {
-    c.add(Status::warn, "cannot read " + mountinfo.string() + ": " + e.what());
+    c.add(Severity::warn, "cannot read " + mountinfo.string() + ": " + e.what());
     return;
   }
   const live::MountEntry *unified = nullptr, *devices = nullptr;
@@ -68,21 +68,21 @@ void check_cgroups(const Host& host, Check& c) {
     if (m.has_option("devices")) devices = &m;
   }
   if (unified && !v1 && unified->point == "/sys/fs/cgroup") {
-    c.add(Status::ok, "cgroup v2 (unified) at " + unified->point);
+    c.add(Severity::ok, "cgroup v2 (unified) at " + unified->point);
     std::string why = bpf_device_filter();
-    c.add(why.empty() ? Status::ok : Status::fail,
+    c.add(why.empty() ? Severity::ok : Severity::fail,
           why.empty() ? "BPF device filter: loads" : "BPF device filter: cannot load a cgroup device program: " + why);
     return;
   }
   if (!v1) {
-    c.add(Status::fail, "no cgroup v1 hierarchy and no cgroup v2 at /sys/fs/cgroup: devices cannot be confined");
+    c.add(Severity::fail, "no cgroup v1 hierarchy and no cgroup v2 at /sys/fs/cgroup: devices cannot be confined");
     return;
   }
-  c.add(Status::ok, unified ? "cgroup v1 (hybrid, cgroup2 at " + unified->point + ")" : std::string("cgroup v1"));
+  c.add(Severity::ok, unified ? "cgroup v1 (hybrid, cgroup2 at " + unified->point + ")" : std::string("cgroup v1"));
   if (devices)
-    c.add(Status::ok, "devices controller at " + devices->point);
+    c.add(Severity::ok, "devices controller at " + devices->point);
   else
-    c.add(Status::fail, "cgroup v1 without the devices controller: device access cannot be confined");
+    c.add(Severity::fail, "cgroup v1 without the devices controller: device access cannot be confined");
 }
 
 }  // namespace

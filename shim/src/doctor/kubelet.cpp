@@ -86,7 +86,7 @@ class Probe {
         config_(loaded.device_plugin),
         root_(host.path(loaded.device_plugin.kubelet_root.string())),
         budget_(loaded.device_plugin.budget),
-        problem_(loaded.on("device-plugin") ? Status::fail : Status::info),
+        problem_(loaded.on("device-plugin") ? Severity::fail : Severity::info),
         check_(check) {}
 
   void pod_resources() {
@@ -108,7 +108,7 @@ class Probe {
     std::vector<kubelet::PluginInfo> plugins;
     try {
       if (kubelet::plugin_sockets(dir).empty()) {
-        check_.add(Status::info, dir.string() + ": no device-plugin sockets");
+        check_.add(Severity::info, dir.string() + ": no device-plugin sockets");
         return;
       }
       if (!client()) return;
@@ -137,7 +137,7 @@ class Probe {
                                        : "resource unclear (its devices are known as " + ticked(served.tied) + ")";
       else
         by_resource_[served.resource].emplace_back(p.socket.string(), join(served.why, ", "));
-      check_.add(Status::ok,
+      check_.add(Severity::ok,
                  p.socket.string() + ": " + resource + ", " + count(p.devices.size(), "device") +
                      (unhealthy ? " (" + std::to_string(unhealthy) + " not healthy)" : ""),
                  ids);
@@ -161,7 +161,7 @@ class Probe {
           "[[device-plugin.resources]] require-env, so a create whose answer lacks them fails";
       if (const auto* r = config_.find(resource); r && !r->require_env.empty())
         guard = "require-env (" + ticked(r->require_env) + ") makes a create whose answer lacks them fail";
-      check_.add(Status::warn,
+      check_.add(Severity::warn,
                  "`" + resource + "` is served by " + std::to_string(plugins.size()) +
                      " device plugins: " + join(sockets, ", ") +
                      "; the kubelet calls only the one that registered last, so a pod gets that plugin's "
@@ -179,13 +179,13 @@ class Probe {
     try {
       const auto& cp = loaded_checkpoint();
       if (!cp) {
-        check_.add(Status::info, file.string() + ": absent (creates ask PodResources instead)");
+        check_.add(Severity::info, file.string() + ": absent (creates ask PodResources instead)");
         return;
       }
       std::vector<std::string> registered;
       for (const auto& [resource, ids] : cp->registered_devices())
         registered.push_back(resource + ": " + count(ids.size(), "device"));
-      check_.add(Status::ok,
+      check_.add(Severity::ok,
                  file.string() + ": " + count(cp->size(), "allocation") + ", " +
                      count(cp->registered_devices().size(), "registered resource"),
                  registered);
@@ -210,7 +210,7 @@ class Probe {
     if (client_ || helper_failed_) return client_.get();
     try {
       fs::path helper = kubelet::find_helper();
-      check_.add(Status::info,
+      check_.add(Severity::info,
                  "helper " + helper.string() + ", budget " + std::to_string(budget_.count()) + " ms per call");
       client_ = kubelet::make_helper_client({root_}, helper);
     } catch (const kubelet::Error& e) {
@@ -227,15 +227,15 @@ class Probe {
     try {
       auto devices = client_->allocatable(kubelet::Budget(budget_));
       allocatable_ = devices;
-      check_.add(Status::ok, socket.string() + ": GetAllocatableResources: " + count(devices.size(), "resource") +
-                                 ", " + count(total(devices), "device"));
+      check_.add(Severity::ok, socket.string() + ": GetAllocatableResources: " + count(devices.size(), "resource") +
+                                   ", " + count(total(devices), "device"));
       for (const auto& [resource, ids] : devices)
-        check_.add(Status::info, "allocatable `" + resource + "`: " + count(ids.size(), "device"), ids);
+        check_.add(Severity::info, "allocatable `" + resource + "`: " + count(ids.size(), "device"), ids);
       return true;
     } catch (const kubelet::Error& e) {
       auto kind = kubelet::kind_of(e);
       bool answered = kind == kubelet::ErrorKind::other || kind == kubelet::ErrorKind::not_found;
-      check_.add(answered ? Status::info : problem_, e.what());
+      check_.add(answered ? Severity::info : problem_, e.what());
       return answered;
     }
   }
@@ -246,11 +246,11 @@ class Probe {
   void get(const fs::path& socket) {
     try {
       client_->pod_resources(kProbeNamespace, kProbePod, kubelet::Budget(budget_));
-      check_.add(Status::ok, socket.string() + ": PodResources Get answers");
+      check_.add(Severity::ok, socket.string() + ": PodResources Get answers");
     } catch (const kubelet::NotFound& e) {
       bool listed = std::string_view(e.what()).starts_with("call List");
-      check_.add(Status::ok, socket.string() + (listed ? ": PodResources Get is disabled here: creates use List"
-                                                       : ": PodResources Get answers"));
+      check_.add(Severity::ok, socket.string() + (listed ? ": PodResources Get is disabled here: creates use List"
+                                                         : ": PodResources Get answers"));
     } catch (const kubelet::Error& e) {
       check_.add(problem_, e.what());
     }
@@ -282,13 +282,13 @@ class Probe {
       with_claims += claims;
       with_cpus += cpus;
     }
-    check_.add(Status::ok,
+    check_.add(Severity::ok,
                socket.string() + ": PodResources List: " + count(pods.size(), "pod") + ", " +
                    std::to_string(with_claims) + " with DRA claims, " + std::to_string(with_cpus) +
                    " with exclusive CPUs",
                lines);
     if (with_claims == 0)
-      check_.add(Status::info,
+      check_.add(Severity::info,
                  "no container has DRA claims (PodResources dynamic_resources): no pod here uses DRA, or the "
                  "kubelet does not report them (gate KubeletPodResourcesDynamicResources off, or a kubelet before "
                  "1.34 without the gate on); [device-plugin.dra] hands nothing to siblings then");
@@ -382,7 +382,7 @@ class Probe {
   const device_plugin::Config& config_;
   fs::path root_;
   std::chrono::milliseconds budget_;
-  Status problem_;
+  Severity problem_;
   Check& check_;
   std::unique_ptr<kubelet::KubeletClient> client_;
   bool helper_failed_ = false;
@@ -398,7 +398,7 @@ class Probe {
 Check check_kubelet(const Host& host, const Loaded& loaded) {
   Check c("kubelet");
   if (!loaded.on("device-plugin"))
-    c.add(Status::info, "device-plugin modifier off: the kubelet is probed, nothing found here is a problem");
+    c.add(Severity::info, "device-plugin modifier off: the kubelet is probed, nothing found here is a problem");
   Probe probe(host, loaded, c);
   probe.pod_resources();
   probe.plugins();

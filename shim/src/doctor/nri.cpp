@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "doctor/doctor.h"
-#include "specshim/config.h"
-#include "specshim/fs.h"
+#include "specshim/base/config.h"
+#include "specshim/base/fs.h"
 #include "specshim/node/nri_status.h"
 
 namespace specshim::shim::doctor {
@@ -53,16 +53,16 @@ void nvidia_runtime(const Host& host, Check& c) {
     auto root = doc.root();
     if (root.has(kAcceptEnv)) accept = root.boolean(kAcceptEnv);
   } catch (const std::exception& e) {
-    c.add(Status::info, "NVIDIA's runtime config " + q(kNvidiaConfig) + " was not read: " + describe(e));
+    c.add(Severity::info, "NVIDIA's runtime config " + q(kNvidiaConfig) + " was not read: " + describe(e));
     return;
   }
   if (accept == false) {
-    c.add(Status::ok, "NVIDIA's runtime reads NVIDIA_VISIBLE_DEVICES only from privileged containers (" +
-                          std::string(kAcceptEnv) + " = false in " + kNvidiaConfig +
-                          "): a container the plugin misses gets no GPU from the variable");
+    c.add(Severity::ok, "NVIDIA's runtime reads NVIDIA_VISIBLE_DEVICES only from privileged containers (" +
+                            std::string(kAcceptEnv) + " = false in " + kNvidiaConfig +
+                            "): a container the plugin misses gets no GPU from the variable");
     return;
   }
-  c.add(Status::warn,
+  c.add(Severity::warn,
         "NVIDIA's runtime accepts NVIDIA_VISIBLE_DEVICES from unprivileged containers (" + std::string(kAcceptEnv) +
             (accept ? " = true" : " unset, true by default") + " in " + kNvidiaConfig +
             "): a container created while specshim-nri is not consulted gets every GPU its variable names, a CUDA "
@@ -76,32 +76,32 @@ Check check_nri(const Host& host, const Loaded& loaded) {
   Check c("nri");
   NriSettings on_host = loaded.nri;
   on_host.state_dir = host.path(loaded.nri.state_dir).string();
-  std::optional<nri_status::Status> s;
+  std::optional<nri_status::Registration> s;
   try {
     s = nri_status::read(on_host);
   } catch (const std::exception& e) {
-    c.add(Status::warn, describe(e));
+    c.add(Severity::warn, describe(e));
   }
   const std::string fail_open =
       "while it is not registered, the runtime creates containers without its chain (NRI fails open)";
   if (s && is_plugin(host, s->pid)) {
-    c.add(Status::ok,
+    c.add(Severity::ok,
           "specshim-nri (pid " + std::to_string(s->pid) + ") registered as " + s->plugin + " with " + s->runtime +
               " (NRI v0." + std::to_string(s->nri_minor) + ") since " + when(s->since) +
               ": it runs the chain for the pods of every handler but " +
               (loaded.nri.shim_handlers.empty() ? std::string("none") : join(loaded.nri.shim_handlers, ", ")));
-    c.add(Status::info, "NRI fails open: " + fail_open);
+    c.add(Severity::info, "NRI fails open: " + fail_open);
     nvidia_runtime(host, c);
     return c;
   }
   if (s)
-    c.add(Status::warn, "specshim-nri registered as " + s->plugin + " with " + s->runtime + " at " + when(s->since) +
-                            ", but its process (pid " + std::to_string(s->pid) + ") is gone: " + fail_open);
+    c.add(Severity::warn, "specshim-nri registered as " + s->plugin + " with " + s->runtime + " at " + when(s->since) +
+                              ", but its process (pid " + std::to_string(s->pid) + ") is gone: " + fail_open);
   else if (loaded.nri_table)
-    c.add(Status::warn, "[nri] is configured, but specshim-nri is not registered with the runtime (no " +
-                            nri_status::file(loaded.nri).string() + "): " + fail_open);
+    c.add(Severity::warn, "[nri] is configured, but specshim-nri is not registered with the runtime (no " +
+                              nri_status::file(loaded.nri).string() + "): " + fail_open);
   else
-    c.add(Status::info, "specshim-nri is not in use here (no [nri] table, no registration)");
+    c.add(Severity::info, "specshim-nri is not in use here (no [nri] table, no registration)");
   if (s || loaded.nri_table) nvidia_runtime(host, c);
   return c;
 }

@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "doctor/doctor.h"
-#include "specshim/command.h"
-#include "specshim/error.h"
+#include "specshim/base/command.h"
+#include "specshim/base/error.h"
 
 namespace specshim::shim::doctor {
 

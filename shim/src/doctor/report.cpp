@@ -7,15 +7,15 @@
 
 namespace specshim::shim {
 
-std::string_view status_name(Status s) {
+std::string_view severity_name(Severity s) {
   switch (s) {
-    case Status::ok:
+    case Severity::ok:
       return "ok";
-    case Status::info:
+    case Severity::info:
       return "info";
-    case Status::warn:
+    case Severity::warn:
       return "warn";
-    case Status::fail:
+    case Severity::fail:
       return "fail";
   }
   return "?";
@@ -25,8 +25,8 @@ std::string_view status_name(Status s) {
 
 namespace specshim::shim::doctor {
 
-Status Check::status() const {
-  Status worst = Status::info;
+Severity Check::status() const {
+  Severity worst = Severity::info;
   for (const auto& f : findings) worst = std::max(worst, f.status);
   return worst;
 }
@@ -44,7 +44,7 @@ bool Loaded::on(std::string_view modifier) const {
 int problems(const std::vector<Check>& checks) {
   int n = 0;
   for (const auto& c : checks)
-    for (const auto& f : c.findings) n += f.status == Status::fail;
+    for (const auto& f : c.findings) n += f.status == Severity::fail;
   return n;
 }
 
@@ -54,8 +54,8 @@ std::string count(std::size_t n, std::string_view noun) {
 
 std::string render_text(const std::vector<Check>& checks, bool verbose) {
   // Problems are upper case so they stand out in a long report.
-  auto label = [](Status s) -> std::string {
-    return s == Status::warn ? "WARN" : s == Status::fail ? "FAIL" : std::string(status_name(s));
+  auto label = [](Severity s) -> std::string {
+    return s == Severity::warn ? "WARN" : s == Severity::fail ? "FAIL" : std::string(severity_name(s));
   };
   std::string out;
   std::size_t warnings = 0;
@@ -70,7 +70,7 @@ std::string render_text(const std::vector<Check>& checks, bool verbose) {
       if (verbose)
         for (const auto& d : f.details) out += std::string(22, ' ') + d + "\n";
       first = false;
-      warnings += f.status == Status::warn;
+      warnings += f.status == Severity::warn;
     }
   }
   auto fails = static_cast<std::size_t>(problems(checks));
@@ -83,11 +83,11 @@ std::string render_json(const std::vector<Check>& checks) {
   for (const auto& c : checks) {
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
     for (const auto& f : c.findings) {
-      nlohmann::ordered_json finding = {{"status", status_name(f.status)}, {"text", f.text}};
+      nlohmann::ordered_json finding = {{"status", severity_name(f.status)}, {"text", f.text}};
       if (!f.details.empty()) finding["details"] = f.details;
       findings.push_back(std::move(finding));
     }
-    report["checks"].push_back({{"name", c.name}, {"status", status_name(c.status())}, {"findings", findings}});
+    report["checks"].push_back({{"name", c.name}, {"status", severity_name(c.status())}, {"findings", findings}});
   }
   return report.dump(2) + "\n";
 }

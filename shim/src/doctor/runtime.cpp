@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "doctor/doctor.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -28,24 +28,24 @@ Check check_runtime(const Loaded& loaded) {
   try {
     path = find_runtime(loaded.settings.runtime_path);
   } catch (const std::exception& e) {
-    c.add(Status::fail, describe(e));
+    c.add(Severity::fail, describe(e));
     return c;
   }
   Output version = probe({path, "--version"});
   if (version.exit_code != 0) {
-    c.add(Status::fail,
+    c.add(Severity::fail,
           "`" + path + " --version` failed (exit " + std::to_string(version.exit_code) + "): " + version.text);
     return c;
   }
-  c.add(Status::ok, path);
+  c.add(Severity::ok, path);
   std::string text = version.text;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   for (std::size_t nl; (nl = text.find('\n')) != std::string::npos;) text.replace(nl, 1, "; ");
-  c.add(Status::info, text.empty() ? "(`--version` printed nothing)" : text);
+  c.add(Severity::info, text.empty() ? "(`--version` printed nothing)" : text);
   // In its cdi (and auto) mode NCT reads the same cdi.k8s.io/* annotations
   // and, unlike specshim, adds edits that are already there again.
   if (is_nvidia_runtime(path, version.text) && loaded.on("cdi") && loaded.cdi_dirs)
-    c.add(Status::warn,
+    c.add(Severity::warn,
           "the runtime is nvidia-container-runtime and specshim's cdi modifier is on: both inject the CDI devices "
           "that cdi.k8s.io/* annotations request, so env entries and cgroup rules end up twice; set [cdi] enabled = "
           "false (NCT injects) or run runc directly (see docs/deploying.md, \"NVIDIA's runtime\")");

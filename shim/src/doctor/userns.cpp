@@ -10,7 +10,7 @@
 
 #include "doctor/doctor.h"
 #include "runtime.h"
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -35,14 +35,14 @@ void check_kernel_support(const Host& host, Check& c) {
     std::string n = fs::read_regular_file(max, 64);
     while (!n.empty() && n.back() == '\n') n.pop_back();
     if (n == "0") {
-      c.add(Status::info,
+      c.add(Severity::info,
             "user.max_user_namespaces is 0: no user namespace can be made, so no pod with hostUsers: "
             "false can run here");
       return;
     }
-    c.add(Status::info, "user namespaces: at most " + n + " (user.max_user_namespaces)");
+    c.add(Severity::info, "user namespaces: at most " + n + " (user.max_user_namespaces)");
   } catch (const std::exception& e) {
-    c.add(Status::info, "cannot read " + max.string() + ": " + e.what());
+    c.add(Severity::info, "cannot read " + max.string() + ": " + e.what());
   }
   struct utsname u {};
   ::uname(&u);
@@ -52,13 +52,13 @@ void check_kernel_support(const Host& host, Check& c) {
   // overlayfs snapshotter idmaps image layers from 5.19 and chowns a copy of
   // them before.
   if (k.at_least(6, 3))
-    c.add(Status::info, kernel + "idmapped mounts, of overlayfs layers and of tmpfs too (6.3+)");
+    c.add(Severity::info, kernel + "idmapped mounts, of overlayfs layers and of tmpfs too (6.3+)");
   else if (k.at_least(5, 12))
-    c.add(Status::info, kernel +
-                            "idmapped mounts, but not of tmpfs (6.3+), which Kubernetes needs for projected "
-                            "volumes of user-namespaced pods");
+    c.add(Severity::info, kernel +
+                              "idmapped mounts, but not of tmpfs (6.3+), which Kubernetes needs for projected "
+                              "volumes of user-namespaced pods");
   else
-    c.add(Status::info, kernel + "no idmapped mounts (5.12+): user-namespaced pods cannot mount volumes");
+    c.add(Severity::info, kernel + "no idmapped mounts (5.12+): user-namespaced pods cannot mount volumes");
 }
 
 // check_runtime_features asks the runtime what `features` says of user
@@ -74,9 +74,9 @@ void check_runtime_features(const Loaded& loaded, Check& c) {
   Output out = probe({path, "features"});
   nlohmann::json f = nlohmann::json::parse(out.text, nullptr, false);
   if (out.exit_code != 0 || !f.is_object()) {
-    c.add(Status::info, "`" + path +
-                            " features` did not answer (runc before 1.1): containerd cannot tell whether it "
-                            "supports user namespaces and idmap mounts");
+    c.add(Severity::info, "`" + path +
+                              " features` did not answer (runc before 1.1): containerd cannot tell whether it "
+                              "supports user namespaces and idmap mounts");
     return;
   }
   const auto* linux_ = f.contains("linux") && f["linux"].is_object() ? &f["linux"] : nullptr;
@@ -87,9 +87,9 @@ void check_runtime_features(const Loaded& loaded, Check& c) {
     auto p = nlohmann::json::json_pointer("/mountExtensions/idmap/enabled");
     idmap = linux_->contains(p) && (*linux_)[p] == true;
   }
-  c.add(Status::info, "`" + path + " features`: user namespaces " + (user ? "yes" : "no") + ", idmap mounts " +
-                          (idmap ? "yes" : "no (runc 1.2+ and crun 1.9+ have them)") +
-                          (idmap ? "" : "; containerd 2.x then does not offer the handler to hostUsers: false pods"));
+  c.add(Severity::info, "`" + path + " features`: user namespaces " + (user ? "yes" : "no") + ", idmap mounts " +
+                            (idmap ? "yes" : "no (runc 1.2+ and crun 1.9+ have them)") +
+                            (idmap ? "" : "; containerd 2.x then does not offer the handler to hostUsers: false pods"));
 }
 
 }  // namespace
@@ -99,7 +99,7 @@ Check check_user_namespaces(const Host& host, const Loaded& loaded) {
   check_kernel_support(host, c);
   check_runtime_features(loaded, c);
   if (loaded.on("passwd"))
-    c.add(Status::info,
+    c.add(Severity::info,
           "passwd: entries for user-namespaced containers too, judged through their id mappings and "
           "owned by their root's host ids");
   return c;

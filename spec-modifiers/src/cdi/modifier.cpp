@@ -13,10 +13,10 @@
 #include <utility>
 
 #include "cdi/requests.h"
-#include "specshim/error.h"
-#include "specshim/host_device.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/cdi_cache.h"
 #include "specshim/node/userns.h"

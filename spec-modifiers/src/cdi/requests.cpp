@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <set>
 
-#include "specshim/error.h"
-#include "specshim/host_device.h"
-#include "specshim/log.h"
-#include "specshim/vendors.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
+#include "specshim/base/log.h"
+#include "specshim/base/vendors.h"
 
 namespace specshim::cdi {
 namespace {
@@ -95,7 +95,7 @@ std::string searched(const Registry& reg) {
 
 // granted_nodes is what a bounded request's grant opens.
 Identity granted_nodes(const DeviceRequest& r, const Registry& reg) {
-  const DeviceRequest::Bound& b = *r.bound;
+  const DeviceRequest::Granted& b = *r.granted;
   Identity granted;
   std::vector<std::string> grant_names = b.names;
   if (b.all) {
@@ -128,7 +128,7 @@ std::vector<std::string> excess(const DeviceRequest& r, const std::vector<std::s
 
 // check_spec_level refuses a bounded request whose spec files bring, in
 // their own (spec-level) edits, a device node that is no vendor's companion
-// (specshim/vendors.h) and that the grant does not open: those edits come
+// (specshim/base/vendors.h) and that the grant does not open: those edits come
 // with any device of the file, so they count toward the request.
 void check_spec_level(const DeviceRequest& r, const std::vector<std::string>& inject,
                       const std::vector<std::shared_ptr<const SpecFile>>& whole_files, const Registry& reg) {
@@ -149,7 +149,7 @@ void check_spec_level(const DeviceRequest& r, const std::vector<std::string>& in
     }
   if (!beyond.empty())
     throw Error(r.origin + " brings the device node(s) " + join_some(beyond, ", ") +
-                " with its spec file's own edits, beyond what " + r.bound->what +
+                " with its spec file's own edits, beyond what " + r.granted->what +
                 ": only a vendor's companion nodes (such as /dev/nvidiactl) come along without a grant");
 }
 
@@ -205,9 +205,9 @@ std::vector<std::string> wanted_by(const std::vector<DeviceRequest>& requests) {
   for (const auto& r : requests) {
     out.insert(out.end(), r.names.begin(), r.names.end());
     // visible: an index may stand for another index-named device of the kind.
-    if (r.scope != DeviceRequest::Scope::names || (r.bound && r.bound->all) || r.visible)
+    if (r.scope != DeviceRequest::Scope::names || (r.granted && r.granted->all) || r.visible)
       out.push_back(kind_wanted(r.kind));
-    if (r.bound) out.insert(out.end(), r.bound->names.begin(), r.bound->names.end());
+    if (r.granted) out.insert(out.end(), r.granted->names.begin(), r.granted->names.end());
   }
   return out;
 }
@@ -235,23 +235,23 @@ Plan plan(const std::vector<DeviceRequest>& requests, const Registry& reg) {
       if (best < 0) throw Error(r.origin + ": no CDI spec file of kind `" + r.kind + "`; " + searched(reg));
     }
 
-    bool within = !r.bound || r.scope == DeviceRequest::Scope::none ||
+    bool within = !r.granted || r.scope == DeviceRequest::Scope::none ||
                   (r.scope == DeviceRequest::Scope::names && std::all_of(names.begin(), names.end(), [&](auto& n) {
-                     return std::find(r.bound->names.begin(), r.bound->names.end(), n) != r.bound->names.end();
+                     return std::find(r.granted->names.begin(), r.granted->names.end(), n) != r.granted->names.end();
                    }));
     std::vector<std::string> beyond = within ? std::vector<std::string>{} : excess(r, names, reg);
     std::vector<std::string> inject = r.scope == DeviceRequest::Scope::all ? every(r, reg) : names;
     if (!beyond.empty()) {
-      std::string msg = r.origin + " asks for " + join_some(beyond, ", ") + ", beyond what " + r.bound->what;
-      if (!r.bound->clamp) throw Error(msg + " (on-excess = \"fail\")");
+      std::string msg = r.origin + " asks for " + join_some(beyond, ", ") + ", beyond what " + r.granted->what;
+      if (!r.granted->clamp) throw Error(msg + " (on-excess = \"fail\")");
       log::warn("cdi: {}; injecting the grant instead (on-excess = \"clamp\")", msg);
-      inject = r.bound->names;
-      if (r.bound->all) {
+      inject = r.granted->names;
+      if (r.granted->all) {
         auto all = every(r, reg);
         inject.insert(inject.begin(), all.begin(), all.end());
       }
     }
-    if (r.bound) {
+    if (r.granted) {
       std::vector<std::shared_ptr<const SpecFile>> whole_files;
       if (r.scope == DeviceRequest::Scope::none)
         for (const auto& f : reg.files)

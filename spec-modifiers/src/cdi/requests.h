@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/modifier.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::cdi {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The [cpuset] table.
 #include "kubelet_modifier.h"
-#include "specshim/cpuset.h"
+#include "specshim/modifiers/cpuset.h"
 
 namespace specshim::cpuset {
 

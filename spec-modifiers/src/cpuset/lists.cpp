@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
-#include "specshim/cpuset.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/cpuset.h"
 
 namespace specshim::cpuset {
 namespace {

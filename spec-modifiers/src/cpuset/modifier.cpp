@@ -18,10 +18,10 @@
 #include <iterator>
 
 #include "kubelet_modifier.h"
-#include "specshim/cpuset.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/cpuset.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim::cpuset {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cpuset modifier's class, private to spec-modifiers: the chain
-// builds it through make_cpuset (specshim/modifiers.h); doctor reads its table
-// with read_table (specshim/cpuset.h), not from the object.
+// builds it through make_cpuset (specshim/modifiers/factories.h); doctor reads its table
+// with read_table (specshim/modifiers/cpuset.h), not from the object.
 #pragma once
 
 #include <memory>
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/cpuset.h"
-#include "specshim/modifier.h"
+#include "specshim/modifiers/cpuset.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::cpuset {
 

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/userns.h"
-#include "specshim/text.h"
 
 namespace specshim::device_plugin {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "kubelet_modifier.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim::device_plugin {

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "kubelet_modifier.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::device_plugin {

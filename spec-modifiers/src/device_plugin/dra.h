@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "device_plugin/target.h"
-#include "specshim/modifier.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::device_plugin {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "specshim/error.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
 
 namespace specshim::device_plugin {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "device_plugin/target.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::device_plugin {
 

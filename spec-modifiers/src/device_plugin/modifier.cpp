@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "kubelet_modifier.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
 
 namespace specshim::device_plugin {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device-plugin modifier's class, private to spec-modifiers: the chain
-// builds it through make_device_plugin (specshim/modifiers.h); doctor reads its table
-// with read_table (specshim/device_plugin.h), not from the object.
+// builds it through make_device_plugin (specshim/modifiers/factories.h); doctor reads its table
+// with read_table (specshim/modifiers/device_plugin.h), not from the object.
 //
 // Its parts, one file each in this folder:
 //   target     one create as the parts see it, and on-error (settle)
@@ -24,8 +24,8 @@
 #include "device_plugin/requests.h"
 #include "device_plugin/resolver.h"
 #include "device_plugin/target.h"
-#include "specshim/device_plugin.h"
-#include "specshim/modifier.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::device_plugin {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "kubelet_modifier.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::device_plugin {
 namespace {

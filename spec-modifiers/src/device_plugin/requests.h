@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "device_plugin/target.h"
-#include "specshim/device_plugin.h"
+#include "specshim/base/spec.h"
 #include "specshim/kubelet/client.h"
-#include "specshim/spec.h"
+#include "specshim/modifiers/device_plugin.h"
 
 namespace specshim::device_plugin {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
 
 namespace specshim::device_plugin {
 namespace {

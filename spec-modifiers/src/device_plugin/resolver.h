@@ -13,7 +13,7 @@
 
 #include "device_plugin/requests.h"
 #include "device_plugin/target.h"
-#include "specshim/device_plugin.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/grant.h"
 
 namespace specshim::device_plugin {

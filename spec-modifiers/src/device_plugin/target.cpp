@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/base/text.h"
 
 namespace specshim::device_plugin {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "specshim/device_plugin.h"
 #include "specshim/kubelet/client.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_identity.h"
 

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <bitset>
 
-#include "specshim/device_rules.h"
-#include "specshim/error.h"
-#include "specshim/host_device.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/error.h"
+#include "specshim/base/host_device.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/node/userns.h"
 
 namespace specshim {

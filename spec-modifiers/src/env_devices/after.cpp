@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "env_devices/grant.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim::env_devices {
 namespace {
@@ -59,7 +59,7 @@ void make_inert(const Entry& e, Spec& spec, std::vector<std::string>& changes) {
 }
 
 void keep_within(const Entry& e, const DeviceRequest& req, Spec& spec, std::vector<std::string>& changes) {
-  const auto& b = *req.bound;
+  const auto& b = *req.granted;
   if (b.all ||
       (req.scope == DeviceRequest::Scope::names && std::all_of(req.names.begin(), req.names.end(), [&](auto& n) {
          return std::find(b.names.begin(), b.names.end(), n) != b.names.end();

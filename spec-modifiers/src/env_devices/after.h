@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "specshim/env_devices.h"
-#include "specshim/modifier.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::env_devices {
 

@@ -2,9 +2,9 @@
 // The [[env-devices]] entries: read strictly, each variable once.
 #include <algorithm>
 
-#include "specshim/env_devices.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/modifiers/env_devices.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::env_devices {

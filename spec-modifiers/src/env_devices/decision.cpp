@@ -4,12 +4,12 @@
 #include <algorithm>
 
 #include "env_devices/grant.h"
-#include "specshim/device_plugin.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/text.h"
+#include "specshim/modifiers/device_plugin.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/grant.h"
-#include "specshim/text.h"
 
 namespace specshim::env_devices {
 namespace {
@@ -86,7 +86,7 @@ std::optional<DeviceRequest> decide(const Entry& e, KubeletSession& session, con
   // device-plugin handed it in memory (a sibling's source's answers and
   // DRA claims). A container with a grant is judged by it, whatever it
   // is and whatever its annotations say.
-  DeviceRequest::Bound bound{.clamp = e.on_excess == OnExcess::clamp};
+  DeviceRequest::Granted bound{.clamp = e.on_excess == OnExcess::clamp};
   std::vector<std::string> by;
   auto take = [&](const Grant& g) {
     if (!g.claim && !e.counts(g.resource)) return;
@@ -116,7 +116,7 @@ std::optional<DeviceRequest> decide(const Entry& e, KubeletSession& session, con
   if (bound.all) names.insert(names.begin(), e.kind + "=all");
   bound.what = (id.cri ? "the kubelet granted " : "the kubelet granted its source ") + join_some(names, ", ") + " by " +
                join(by, ", ");
-  req.bound = std::move(bound);
+  req.granted = std::move(bound);
   return req;
 }
 

@@ -10,11 +10,11 @@
 #include <optional>
 #include <string>
 
-#include "specshim/env_devices.h"
-#include "specshim/modifier.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/spec.h"
 
 namespace specshim::env_devices {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// env-devices' grammar (see specshim/env_devices.h): how each vendor's
+// env-devices' grammar (see specshim/modifiers/env_devices.h): how each vendor's
 // runtime reads its variable, and the one table of the vendors specshim knows.
 #include <algorithm>
 
-#include "specshim/env_devices.h"
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/base/text.h"
+#include "specshim/modifiers/env_devices.h"
 #include "specshim/node/cdi.h"
-#include "specshim/text.h"
 
 namespace specshim::env_devices {
 

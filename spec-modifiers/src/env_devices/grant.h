@@ -2,7 +2,7 @@
 // What env-devices reads as device names besides the variable: the
 // volume-mounts strategy's mounts (NVIDIA's
 // accept-nvidia-visible-devices-as-volume-mounts), in a request and in a
-// plugin's answer. grant_of (specshim/env_devices.h) is built on them.
+// plugin's answer. grant_of (specshim/modifiers/env_devices.h) is built on them.
 #pragma once
 
 #include <optional>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::env_devices {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The env-devices modifier (see specshim/env_devices.h, docs/env-devices.md):
+// The env-devices modifier (see specshim/modifiers/env_devices.h, docs/env-devices.md):
 // each entry's request decided once (decision.h), handed to cdi as a
 // DeviceRequest in every pass, the variable then made inert (after.h).
 #include "env_devices/modifier.h"
@@ -7,9 +7,9 @@
 #include "env_devices/after.h"
 #include "env_devices/decision.h"
 #include "kubelet_modifier.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
 
 namespace specshim::env_devices {
 
@@ -41,7 +41,7 @@ void EnvDevices::decide_all(const Spec& spec, const Context& ctx) {
     std::string ignored;
     if (auto req = decide(e, *sessions_[i], spec, ctx, id, target, ignored)) {
       log::debug("env-devices: {}: {}", req->origin,
-                 req->bound ? "within what " + req->bound->what : std::string("trusted, no grant checked"));
+                 req->granted ? "within what " + req->granted->what : std::string("trusted, no grant checked"));
       decided_->emplace_back(&e, std::move(*req));
     } else if (!ignored.empty()) {
       if (e.ignored == Ignored::fail) throw Error(ignored + " (ignored = \"fail\")");
@@ -59,7 +59,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
     ctx.device_requests.push_back(req);
     if (e->after == After::void_value)
       make_inert(*e, spec, changes_);
-    else if (req.bound && req.bound->clamp)
+    else if (req.granted && req.granted->clamp)
       keep_within(*e, req, spec, changes_);
   }
   for (const Entry* e : inert_) make_inert(*e, spec, changes_);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The env-devices modifier's class, private to spec-modifiers: the chain
-// builds it through make_env_devices (specshim/modifiers.h); doctor reads what it
-// is built from in chain_facts (specshim/chain_facts.h), not from the object.
+// builds it through make_env_devices (specshim/modifiers/factories.h); doctor reads what it
+// is built from in chain_facts (specshim/modifiers/chain_facts.h), not from the object.
 //
 // Its parts, one file each in this folder:
 //   grammar   how each vendor's runtime reads its variable, and the vendor table
@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/env_devices.h"
-#include "specshim/modifier.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim::env_devices {

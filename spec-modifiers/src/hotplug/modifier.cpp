@@ -10,10 +10,10 @@
 // docs/reconcile.md.
 #include <algorithm>
 
-#include "specshim/device_rules.h"
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/hotplug.h"
 #include "specshim/node/nvidia_gpus.h"
@@ -35,7 +35,7 @@ class Hotplug : public Modifier {
   void apply(Spec& spec, Context& ctx) override {
     if (ctx.kind == ContainerKind::sandbox) return;  // the pause container runs no workload
     if (!decided_) decided_ = decide(spec, ctx);
-    Grant& g = *decided_;
+    CreateGrant& g = *decided_;
     if (g.devices.empty() && g.cdi.empty()) return;
     std::vector<DeviceRule> rules = read_device_rules(spec);
     for (const auto& d : g.devices) {
@@ -68,8 +68,8 @@ class Hotplug : public Modifier {
   // loudly, is where it gets fixed): one bad edit must not stop every create
   // on the node. A device the entry names that cannot be given fails the
   // create: the platform promised it.
-  Grant decide(const Spec& spec, const Context& ctx) {
-    Grant g;
+  CreateGrant decide(const Spec& spec, const Context& ctx) {
+    CreateGrant g;
     g.container = ctx.container_id;
     std::optional<Desired> desired;
     try {
@@ -91,12 +91,13 @@ class Hotplug : public Modifier {
     g.desired = desired->where(*e);
     std::string what = "desired-state file " + g.desired + ": " + e->who();
     try {
-      for (std::size_t i = 0; i < e->devices.size(); ++i) g.devices.push_back(device_of(e->devices[i], e->keys()[i]));
+      std::vector<Want> wants = e->wants();  // its devices first
+      for (std::size_t i = 0; i < e->devices.size(); ++i) g.devices.push_back(device_of(e->devices[i], wants[i].key()));
       if (!e->gpus.empty()) {
         auto gpus = nvidia::read_gpus(config_.proc);
         for (const auto& uuid : e->gpus) {
           std::string node = nvidia::find_gpu(gpus, uuid, config_.proc).node();
-          g.devices.push_back(device_of(DeviceArg{node, node, "rwm"}, "gpu " + uuid));
+          g.devices.push_back(device_of(DeviceArg{node, node, "rwm"}, Want{Want::Kind::gpu, uuid}.key()));
         }
       }
     } catch (const std::exception&) {
@@ -121,13 +122,13 @@ class Hotplug : public Modifier {
   // container's pod: the nodes the grant puts in the spec and those of the
   // CDI devices it hands to cdi. The kubelet is asked only when one is an
   // accelerator.
-  void check_bound(const Spec& spec, const Grant& g) {
+  void check_bound(const Spec& spec, const CreateGrant& g) {
     if (!bound_ || (g.devices.empty() && g.cdi.empty())) return;
     pod_allocation::Node node(*bound_, lookup_);
-    std::vector<pod_allocation::Want> wants;
+    std::vector<pod_allocation::Asked> wants;
     for (const auto& d : g.devices) wants.push_back({d.key, d.host_path, {d.type, d.major, d.minor}});
     for (const auto& name : g.cdi)
-      for (auto& w : node.cdi_wants(name, "cdi " + name)) wants.push_back(std::move(w));
+      for (auto& w : node.cdi_wants(name, Want{Want::Kind::cdi, name}.key())) wants.push_back(std::move(w));
     pod_allocation::check_bound(node, pod_allocation::target_of(spec), wants);
   }
 
@@ -148,7 +149,7 @@ class Hotplug : public Modifier {
   // drop_spec_own leaves out the devices the spec already has at their path
   // (a device plugin's or CDI's): they are the spec's own, so reconcile must
   // never take them back; it records the want as held by a node already there.
-  static void drop_spec_own(const Spec& spec, Grant& g) {
+  static void drop_spec_own(const Spec& spec, CreateGrant& g) {
     std::erase_if(g.devices, [&](const GrantedDevice& d) {
       const Json* e = spec_node(spec, d.path);
       return e && is_device(*e, d);
@@ -176,7 +177,7 @@ class Hotplug : public Modifier {
   bool cdi_on_;  // the cdi modifier is in the chain (ChainPlan::cdi)
   std::optional<pod_allocation::Sources> bound_;
   pod_allocation::PodResourcesLookup lookup_;
-  std::optional<Grant> decided_;
+  std::optional<CreateGrant> decided_;
 };
 
 }  // namespace

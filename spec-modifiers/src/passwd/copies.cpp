@@ -6,12 +6,12 @@
 #include <memory>
 #include <vector>
 
-#include "specshim/chain.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
-#include "specshim/passwd_copies.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/passwd_copies.h"
 
 namespace specshim::passwd {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The passwd modifier's pure pieces (specshim/passwd.h): /etc/passwd and
+// The passwd modifier's pure pieces (specshim/modifiers/passwd.h): /etc/passwd and
 // /etc/group lines read and written, ids, names, fields and name templates
 // checked. No I/O.
 #include <fmt/format.h>
@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "specshim/error.h"
-#include "specshim/passwd.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/passwd.h"
 
 namespace specshim {
 namespace passwd {

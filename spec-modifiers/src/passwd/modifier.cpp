@@ -10,14 +10,14 @@
 #include <filesystem>
 #include <optional>
 
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/passwd.h"
+#include "specshim/modifiers/passwd_copies.h"
 #include "specshim/node/container_match.h"
 #include "specshim/node/userns.h"
-#include "specshim/passwd.h"
-#include "specshim/passwd_copies.h"
 
 namespace specshim {
 namespace {

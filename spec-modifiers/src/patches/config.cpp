@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "rule_list.h"
-#include "specshim/error.h"
-#include "specshim/fs.h"
-#include "specshim/patches.h"
+#include "specshim/base/error.h"
+#include "specshim/base/fs.h"
+#include "specshim/modifiers/patches.h"
 
 namespace specshim::patches {
 namespace {

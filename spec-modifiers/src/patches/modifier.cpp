@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <exception>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
-#include "specshim/patches.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/base/text.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/patches.h"
 
 namespace specshim {
 namespace patches {

@@ -5,10 +5,10 @@
 #include <set>
 
 #include "rule_list.h"
-#include "specshim/caps.h"
-#include "specshim/error.h"
-#include "specshim/requirements.h"
-#include "specshim/syscalls.h"
+#include "specshim/base/caps.h"
+#include "specshim/base/error.h"
+#include "specshim/base/syscalls.h"
+#include "specshim/modifiers/requirements.h"
 
 namespace specshim::requirements {
 namespace {

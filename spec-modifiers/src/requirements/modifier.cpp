@@ -8,12 +8,12 @@
 
 #include <algorithm>
 
-#include "specshim/error.h"
-#include "specshim/log.h"
-#include "specshim/modifiers.h"
-#include "specshim/requirements.h"
-#include "specshim/syscalls.h"
-#include "specshim/text.h"
+#include "specshim/base/error.h"
+#include "specshim/base/log.h"
+#include "specshim/base/syscalls.h"
+#include "specshim/base/text.h"
+#include "specshim/modifiers/factories.h"
+#include "specshim/modifiers/requirements.h"
 
 namespace specshim {
 namespace requirements {

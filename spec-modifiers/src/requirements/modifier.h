@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The requirements modifier's class, private to spec-modifiers: the chain
-// builds it through make_requirements (specshim/modifiers.h); doctor reads what it
-// is built from in chain_facts (specshim/chain_facts.h), not from the object.
+// builds it through make_requirements (specshim/modifiers/factories.h); doctor reads what it
+// is built from in chain_facts (specshim/modifiers/chain_facts.h), not from the object.
 #pragma once
 
 #include <memory>
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/modifier.h"
-#include "specshim/requirements.h"
+#include "specshim/modifiers/modifier.h"
+#include "specshim/modifiers/requirements.h"
 
 namespace specshim::requirements {
 

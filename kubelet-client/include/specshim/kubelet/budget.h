@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "specshim/deadline.h"
+#include "specshim/base/deadline.h"
 
 namespace specshim::kubelet {
 
@@ -14,7 +14,7 @@ class Budget {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // A budget ends by the thread's deadline (specshim/deadline.h) when one is
+  // A budget ends by the thread's deadline (specshim/base/deadline.h) when one is
   // set: specshim-nri's create must answer before the runtime gives up on it.
   explicit Budget(std::chrono::milliseconds total) : total_(total), deadline_(deadline::cap(Clock::now() + total)) {}
   // Budget(total, deadline) continues a budget started elsewhere (steady_clock

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
+#include "specshim/base/spec.h"
 #include "specshim/live/attach_record.h"
 #include "specshim/live/process.h"
 #include "specshim/live/runtime_state.h"
 #include "specshim/node/pod_allocation.h"
-#include "specshim/spec.h"
 
 namespace specshim::live::attach {
 
@@ -78,16 +78,13 @@ std::vector<std::string> gpu_nodes(const std::vector<std::string>& uuids, const 
 // not_applied_reason says why a running container cannot take a CDI edit.
 std::string not_applied_reason(const std::string& edit);
 
-// Bound is [hotplug] bound as attach and reconcile apply it (the hotplug
-// modifier applies the same check at create): what the node's kubelet, CDI
-// spec dirs and driver say, read once for its life (one attach, one
-// reconcile pass). Off (bound = "none"): no Bound is made.
-using Bound = pod_allocation::Node;
-// check_bound throws pod_allocation::Refused when w would give t an
-// accelerator the kubelet did not allocate to a container of t's pod,
-// naming each such device (and its GPU), the pod and what the pod holds.
-// A null bound checks nothing.
-void check_bound(Bound* bound, const Target& t, const Wanted& w);
+// check_bound applies [hotplug] bound as attach and reconcile do (the
+// hotplug modifier applies the same check at create). bound is what the
+// node's kubelet, CDI spec dirs and driver say, read once for its life (one
+// attach, one reconcile pass); with bound = "none" there is none. It throws pod_allocation::Refused when w would give t
+// an accelerator the kubelet did not allocate to a container of t's pod, naming each such device (and its GPU), the pod
+// and what the pod holds. A null bound checks nothing.
+void check_bound(pod_allocation::Node* bound, const Target& t, const Wanted& w);
 
 // Plan is the record after an attach and what in it is new.
 struct Plan {

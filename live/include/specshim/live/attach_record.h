@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "specshim/base/spec.h"
 #include "specshim/live/device_rules.h"
 #include "specshim/node/hotplug.h"
-#include "specshim/spec.h"
 
 namespace specshim::live::attach {
 

@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/device_rules.h"
-#include "specshim/spec.h"
+#include "specshim/base/device_rules.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::live {
 
-// DeviceRule (specshim/device_rules.h) is one devices-cgroup rule.
+// DeviceRule (specshim/base/device_rules.h) is one devices-cgroup rule.
 using specshim::DeviceRule;
 
 // str is the rule in devices.allow syntax: "c 1:11 rw", "a *:* rwm".

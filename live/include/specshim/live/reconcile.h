@@ -39,7 +39,7 @@ struct Reconciled {
 // holds exactly wanted. Throws Error when the container cannot be opened or
 // moved (nothing is changed then).
 std::optional<Reconciled> reconcile_container(const Setup& setup, const ContainerState& c,
-                                              const std::vector<std::string>& wanted, const std::string& proc,
-                                              Bound* bound);
+                                              const std::vector<hotplug::Want>& wanted, const std::string& proc,
+                                              pod_allocation::Node* bound);
 
 }  // namespace specshim::live::attach

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim {
 class Spec;

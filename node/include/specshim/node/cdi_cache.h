@@ -26,7 +26,7 @@
 #include <string_view>
 #include <variant>
 
-#include "specshim/fs.h"
+#include "specshim/base/fs.h"
 #include "specshim/node/cdi.h"
 
 namespace specshim::cdi {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim {

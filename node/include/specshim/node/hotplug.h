@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/device_rules.h"
+#include "specshim/base/config.h"
+#include "specshim/base/device_rules.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim::hotplug {
@@ -77,7 +77,21 @@ struct PodSelector {
 };
 
 // Entry is one item of `containers:`: who (a pod's container, or a
-// container id) and what it should have. Keys (see keys()) name each want.
+// container id) and what it should have (its wants()).
+//
+// Want is one thing an entry asks for: a device node, an NVIDIA GPU by UUID
+// or a CDI device. Its key() is how reconcile records it ("device
+// HOST:CONTAINER:PERMS", "gpu UUID", "cdi NAME"), and parse() reads a key
+// back (nullopt for any other text).
+struct Want {
+  enum class Kind { device, gpu, cdi };
+  Kind kind = Kind::device;
+  std::string arg;  // HOST:CONTAINER:PERMS, the UUID, the qualified CDI name
+  std::string key() const;
+  static std::optional<Want> parse(std::string_view key);
+  bool operator==(const Want&) const = default;
+};
+
 struct Entry {
   int line = 0;
   std::optional<PodSelector> pod;
@@ -88,8 +102,9 @@ struct Entry {
   bool shared = false;            // its devices may also be wanted by other shared entries
   // who is "pod `dev/box-7` container `main`" or "container `ID`".
   std::string who() const;
-  // keys are the wants as reconcile records them: "device HOST:CONTAINER:PERMS",
-  // "gpu UUID", "cdi NAME", in file order.
+  // wants are its devices, GPUs and CDI devices, in that order, each in
+  // file order; keys() are their keys.
+  std::vector<Want> wants() const;
   std::vector<std::string> keys() const;
   bool selects(const std::string& container_id, const pod_identity::Identity& identity) const;
 };
@@ -149,18 +164,18 @@ struct GrantedDevice {
   bool operator==(const GrantedDevice&) const = default;
 };
 
-// Grant is what the hotplug modifier gave a container at create: the nodes,
+// CreateGrant is what the hotplug modifier gave a container at create: the nodes,
 // the allow rules it appended to linux.resources.devices for them (which
 // `reconcile` takes back when the file stops listing a node), and the CDI
 // names it handed to the cdi modifier (those stay until the container is
 // created again).
-struct Grant {
+struct CreateGrant {
   std::string container;
   std::string desired;  // FILE:LINE of the entry
   std::vector<GrantedDevice> devices;
   std::vector<DeviceRule> rules;
   std::vector<std::string> cdi;
-  bool operator==(const Grant&) const = default;
+  bool operator==(const CreateGrant&) const = default;
 };
 
 // device_of describes the host node a DeviceArg names (symlinks followed
@@ -177,10 +192,10 @@ Json node_json(const GrantedDevice& d);
 Json rule_json(const DeviceRule& r);
 DeviceRule rule_from_json(const Json& j, const std::string& where);
 
-std::string grant_json(const Grant& g);
+std::string grant_json(const CreateGrant& g);
 // parse_grant throws Error naming file and the field.
-Grant parse_grant(std::string_view text, const std::string& file);
+CreateGrant parse_grant(std::string_view text, const std::string& file);
 // read_grant reads <bundle>/specshim-hotplug.json; nullopt when there is none.
-std::optional<Grant> read_grant(const std::filesystem::path& bundle);
+std::optional<CreateGrant> read_grant(const std::filesystem::path& bundle);
 
 }  // namespace specshim::hotplug

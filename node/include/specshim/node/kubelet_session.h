@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 #include "specshim/kubelet/client.h"
 
 namespace specshim {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/config.h"
+#include "specshim/base/config.h"
 
 namespace specshim {
 
@@ -65,7 +65,9 @@ NriSettings read_nri_settings(config::Section& root);
 
 namespace specshim::nri_status {
 
-struct Status {
+// Registration is what a running specshim-nri says of itself: who it is and
+// which runtime took it.
+struct Registration {
   pid_t pid = 0;
   std::string plugin;      // "10-specshim"
   std::string runtime;     // "containerd 2.1.9"
@@ -76,10 +78,10 @@ struct Status {
 // file is <state-dir>/.registered (a dot name: never a container's).
 std::filesystem::path file(const NriSettings& nri);
 // write replaces the file atomically; remove deletes it (missing is fine).
-void write(const NriSettings& nri, const Status& s);
+void write(const NriSettings& nri, const Registration& s);
 void remove(const NriSettings& nri);
 // read returns nullopt when the file does not exist. Throws Error naming
 // the file when it is not what write writes.
-std::optional<Status> read(const NriSettings& nri);
+std::optional<Registration> read(const NriSettings& nri);
 
 }  // namespace specshim::nri_status

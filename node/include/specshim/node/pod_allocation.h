@@ -27,12 +27,12 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
+#include "specshim/base/spec.h"
 #include "specshim/kubelet/client.h"
 #include "specshim/kubelet/types.h"
 #include "specshim/node/grant.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/spec.h"
 
 namespace specshim::pod_allocation {
 
@@ -58,7 +58,7 @@ struct EnvList {
 };
 
 // Sources is where the node's config says to look. spec-modifiers'
-// allocation_sources (specshim/allocation_sources.h) reads them from a config.
+// allocation_sources (specshim/modifiers/allocation_sources.h) reads them from a config.
 struct Sources {
   std::vector<std::string> resources;                // [[device-plugin.resources]] names
   std::vector<EnvList> env_lists;                    // [[env-devices]]
@@ -110,8 +110,8 @@ using PodResourcesLookup = std::function<kubelet::PodResources(const std::string
 // call), each call within sources.budget.
 PodResourcesLookup helper_lookup(const Sources& sources);
 
-// Want is one host device something would give a container.
-struct Want {
+// Asked is one host device something would give a container.
+struct Asked {
   std::string what;  // who asks, as the caller names it: "gpu GPU-1", "device /dev/x"
   std::string host_path;
   DeviceNumber number;
@@ -145,11 +145,11 @@ class Node {
                                   const std::string& container);
   // cdi_wants are the host nodes a CDI device brings (its own and its spec
   // file's), as wants named what; empty when no spec file defines it.
-  std::vector<Want> cdi_wants(const std::string& name, const std::string& what);
+  std::vector<Asked> cdi_wants(const std::string& name, const std::string& what);
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  struct Reads;  // what it read, each source at most once
+  std::unique_ptr<Reads> state_;
 };
 
 // Target is the container a want is for: its identity, or why it has none.
@@ -169,6 +169,6 @@ class Refused : public Error {
 // check_bound throws Refused when any want is an accelerator the kubelet
 // did not allocate to a container of the target's pod (or the target has
 // no pod), naming every refused want; wants of no known resource pass.
-void check_bound(Node& node, const Target& target, const std::vector<Want>& wants);
+void check_bound(Node& node, const Target& target, const std::vector<Asked>& wants);
 
 }  // namespace specshim::pod_allocation

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::userns {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "api.pb.h"
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::nri {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "specshim/config_file.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/nri/adjust.h"
 #include "specshim/nri/session.h"
 

@@ -20,10 +20,10 @@ constexpr std::int32_t event_bit(api::Event e) {
   return std::int32_t{1} << (static_cast<int>(e) - 1);
 }
 
-// Status is a call's failure as ttRPC carries it: a gRPC code and a message.
+// RpcStatus is a call's failure as ttRPC carries it: a gRPC code and a message.
 // A Service throws it (or Error, sent as FailedPrecondition; anything else is
 // Unknown) to fail a call: the call fails, the connection stays.
-struct Status {
+struct RpcStatus {
   int code;
   std::string message;
 };

@@ -9,10 +9,10 @@
 #include <cstddef>
 #include <filesystem>
 
-#include "specshim/chain.h"
-#include "specshim/config.h"
-#include "specshim/modifier.h"
-#include "specshim/spec.h"
+#include "specshim/base/config.h"
+#include "specshim/base/spec.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim {
 

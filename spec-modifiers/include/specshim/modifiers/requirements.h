@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/modifier.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::requirements {
 

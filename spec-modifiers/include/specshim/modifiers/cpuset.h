@@ -21,11 +21,11 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/device_plugin.h"
+#include "specshim/base/config.h"
+#include "specshim/base/spec.h"
 #include "specshim/kubelet/client.h"
-#include "specshim/modifier.h"
-#include "specshim/spec.h"
+#include "specshim/modifiers/device_plugin.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim::cpuset {
 

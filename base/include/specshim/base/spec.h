@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "specshim/error.h"
+#include "specshim/base/error.h"
 
 namespace specshim {
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Factories of the built-in modifiers (each in src/<name>/modifier.cpp).
+// The chain's plan and the factories of the built-in modifiers (each in
+// src/<name>/modifier.cpp).
 #pragma once
 
 #include <memory>
@@ -9,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/env_devices.h"
-#include "specshim/modifier.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/container_match.h"
 #include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_allocation.h"

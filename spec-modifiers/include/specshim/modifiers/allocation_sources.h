@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/env_devices.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/env_devices.h"
 #include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_allocation.h"
 

@@ -25,12 +25,12 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
+#include "specshim/base/config.h"
+#include "specshim/base/spec.h"
 #include "specshim/kubelet/client.h"
-#include "specshim/modifier.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/kubelet_session.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/spec.h"
 
 namespace specshim::device_plugin {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/spec.h"
+#include "specshim/base/spec.h"
 
 namespace specshim {
 

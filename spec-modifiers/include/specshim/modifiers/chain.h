@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "specshim/modifier.h"
+#include "specshim/modifiers/modifier.h"
 
 namespace specshim {
 

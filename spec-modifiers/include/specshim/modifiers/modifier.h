@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/file_owner.h"
+#include "specshim/base/file_owner.h"
+#include "specshim/base/spec.h"
 #include "specshim/node/grant.h"
 #include "specshim/node/pod_identity.h"
-#include "specshim/spec.h"
 
 namespace specshim {
 
@@ -40,16 +40,17 @@ struct DeviceRequest {
   std::string kind = {};    // vendor/class
   Scope scope = Scope::names;
   std::vector<std::string> names = {};  // qualified CDI names; Scope::names only
-  // Bound is the grant: a requested device is within it when the host
-  // device nodes it opens are among those of the granted devices (an index
-  // and a UUID naming one GPU open the same node).
-  struct Bound {
+  // Granted is what the kubelet granted, the bound a request is checked
+  // against: a requested device is within it when the host device nodes it
+  // opens are among those of the granted devices (an index and a UUID naming
+  // one GPU open the same node).
+  struct Granted {
     std::vector<std::string> names = {};  // qualified
     bool all = false;                     // every device of kind is granted
     std::string what = {};                // "granted by `nvidia.com/gpu` (the checkpoint)"
     bool clamp = false;                   // beyond it: inject the grant instead of failing
   };
-  std::optional<Bound> bound = {};  // nullopt: not checked (a trusted container)
+  std::optional<Granted> granted = {};  // nullopt: not checked (a trusted container)
   // visible: this runtime sees only some of the node's devices (it runs
   // inside a container: dind); `all` and index names count among the
   // devices of kind whose every node is present here ([[env-devices]]

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/modifier.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/container_match.h"
 
 namespace specshim::patches {

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/env_devices.h"
-#include "specshim/patches.h"
-#include "specshim/requirements.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/env_devices.h"
+#include "specshim/modifiers/patches.h"
+#include "specshim/modifiers/requirements.h"
 
 namespace specshim {
 

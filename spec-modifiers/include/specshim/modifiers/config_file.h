@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "specshim/chain.h"
-#include "specshim/config.h"
-#include "specshim/log.h"
+#include "specshim/base/config.h"
+#include "specshim/base/log.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/registry.h"
 #include "specshim/node/hotplug.h"
 #include "specshim/node/nri_status.h"
-#include "specshim/registry.h"
 
 namespace specshim {
 

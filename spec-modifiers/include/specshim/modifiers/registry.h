@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/chain.h"
-#include "specshim/config.h"
-#include "specshim/modifiers.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/factories.h"
 
 namespace specshim {
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "specshim/error.h"
-#include "specshim/file_owner.h"
+#include "specshim/base/error.h"
+#include "specshim/base/file_owner.h"
 
 namespace specshim::fs {
 

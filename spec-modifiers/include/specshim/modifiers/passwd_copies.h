@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "specshim/config.h"
-#include "specshim/spec.h"
+#include "specshim/base/config.h"
+#include "specshim/base/spec.h"
 
 namespace specshim::passwd {
 

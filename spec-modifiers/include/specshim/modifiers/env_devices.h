@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "specshim/config.h"
-#include "specshim/modifier.h"
+#include "specshim/base/config.h"
+#include "specshim/modifiers/modifier.h"
 #include "specshim/node/kubelet_session.h"
 
 namespace specshim::env_devices {
