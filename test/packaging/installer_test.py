@@ -534,6 +534,37 @@ class InstallerTest(NodeCase):
         r = n.run(env={"SPECSHIM_MODE": "uninstall"})
         self.assertIn("nothing to uninstall", r.stdout)
 
+    # ---- specshim containerd check: the plan, nothing changed -------------------
+
+    def check(self, *args):
+        n = self.node
+        return subprocess.run([os.path.join(STAGE, "usr", "bin", "specshim"), "containerd", "check",
+                               "--host-root", n.root, "--source-root", n.source, *args],
+                              capture_output=True, text=True)
+
+    def test_check_plans_without_changing_and_agrees_once_configured(self):
+        n = self.node
+        cfg = n.path("/etc/containerd/config.toml")
+        write(cfg, DEBIAN_CONFIG)
+        r = self.check()
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("would: ", r.stdout)
+        self.assertIn("check: configure would make", r.stdout)
+        self.assertEqual(n.files(), ["etc/containerd/config.toml"])
+        self.assertEqual(read(cfg), DEBIAN_CONFIG.encode())
+        self.assertEqual(n.restarts(), 0)
+        n.run()
+        after, backups = read(cfg), n.backups()
+        r = self.check()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("check: the node is configured as configure would leave it", r.stdout)
+        self.assertEqual(read(cfg), after)
+        self.assertEqual(n.backups(), backups)
+        r = self.check("--handler", "runc")  # a refusal: the other kind of install
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Switch in two steps", r.stderr)
+        self.assertEqual(read(cfg), after)
+
     def test_package_has_every_path_the_daemonset_and_image_run(self):
         import re
         with open(os.path.join(SOURCE_DIR, "packaging", "kubernetes", "daemonset.yaml")) as f:
