@@ -25,7 +25,7 @@
 // glibc supports replacing its malloc in a static link when all of these
 // are defined (the manual, "Replacing malloc"); it is linked only into the
 // static specshim binary and into the unit test that checks it
-// (test/unit/allocator_test.cpp), never into sanitized builds, whose runtimes
+// (test/unit/shim/allocator_test.cpp), never into sanitized builds, whose runtimes
 // bring their own.
 #include <sys/mman.h>
 #include <unistd.h>

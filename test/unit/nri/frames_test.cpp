@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "nri_test_support.h"
+#include "test_support.h"
 #include "specshim/nri/frames.h"
 
 using nri_test::be32;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "nri_test_support.h"
+#include "test_support.h"
 #include "specshim/base/error.h"
 #include "specshim/modifiers/config_file.h"
 #include "specshim/nri/plugin.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "error_of.h"
-#include "nri_test_support.h"
+#include "test_support.h"
 #include "specshim/base/error.h"
 #include "specshim/nri/session.h"
 #include "ttrpc.pb.h"
