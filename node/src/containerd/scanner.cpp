@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The line scanner of containerd's TOML (containerd_config.h): one record per
 // table header and key/value line, as the installer's awk scanner read them.
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,20 @@ std::string_view part(std::string_view s, std::size_t pos, std::size_t n) {
 std::size_t skipws(std::string_view s, std::size_t i) {
   while (at(s, i) == ' ' || at(s, i) == '\t') ++i;
   return i;
+}
+
+// closing_quote is where the basic string opened at s[open] ends (its
+// closing '"', backslash escapes skipped), or s's size when it does not.
+std::size_t closing_quote(std::string_view s, std::size_t open) {
+  std::size_t j = open + 1;
+  for (; j < s.size(); ++j) {
+    if (s[j] == '\\') {
+      ++j;
+      continue;
+    }
+    if (s[j] == '"') break;
+  }
+  return std::min(j, s.size());
 }
 
 bool bare(char c) {
@@ -42,14 +57,7 @@ bool parse_key(std::string_view s, std::size_t i, Key& key) {
     char c = at(s, i);
     std::string_view seg;
     if (c == '"') {
-      std::size_t j = i + 1;
-      for (; j < n; ++j) {
-        if (s[j] == '\\') {
-          ++j;
-          continue;
-        }
-        if (s[j] == '"') break;
-      }
+      std::size_t j = closing_quote(s, i);
       if (j >= n) return false;
       seg = s.substr(i + 1, j - i - 1);
       i = j + 1;
@@ -100,15 +108,7 @@ struct Scanner {
         continue;
       }
       if (c == '"') {
-        std::size_t j = i + 1;
-        for (; j < n; ++j) {
-          if (s[j] == '\\') {
-            ++j;
-            continue;
-          }
-          if (s[j] == '"') break;
-        }
-        i = j + 1;
+        i = closing_quote(s, i) + 1;
         continue;
       }
       if (c == '\'') {
