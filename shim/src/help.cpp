@@ -19,7 +19,7 @@ const std::vector<OwnVerb>& own_verbs() {
       {"reconcile", "give live containers what the desired-state file wants (--watch: keep doing it)", reconcile_main},
       {"diagnose", "explain why a container cannot use its device, layer by layer (read-only)", diagnose_main},
       {"containerd", "register specshim with the node's containerd: configure, unconfigure, check (plan only)",
-       containerd_main},
+       containerd_forward_main},
       {"nri-hook", "fill the passwd/group copies specshim-nri mounted (its createRuntime hook)", nri_hook_main},
   };
   return verbs;

@@ -48,8 +48,11 @@ int diagnose_main(const std::vector<std::string>& argv);
 int nri_hook_main(const std::vector<std::string>& argv);
 
 // containerd_main: specshim containerd configure|unconfigure|check [options], the node
-// installer's logic (shim/src/containerd/, docs/deploying.md).
+// installer's logic (shim/src/containerd/, docs/deploying.md), as the program
+// specshim-containerd runs it. containerd_forward_main is specshim's verb
+// `containerd`: it execs specshim-containerd with the rest of argv.
 int containerd_main(const std::vector<std::string>& argv);
+int containerd_forward_main(const std::vector<std::string>& argv);
 
 // OwnVerb is one of specshim's own commands (argv[1] == name); run gets the
 // whole argv.
