@@ -55,9 +55,11 @@ int doctor_main(const std::vector<std::string>& argv) {
   checks.push_back(doctor::check_hotplug(host, loaded));
   checks.push_back(doctor::check_user_namespaces(host, loaded));
   checks.push_back(doctor::check_nri(host, loaded));
+  doctor::HandlerCgroups handlers;
   checks.push_back(doctor::check_containerd(
       host, loaded, self.empty() ? "/proc/self/exe" : self,
-      containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config)));
+      containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config),
+      handlers));
 
   if (json)
     std::cout << doctor::render_json(checks);

@@ -324,3 +324,68 @@ TEST_CASE("doctor --containerd-config reads another containerd config, and a mis
                                   "imports `extra.toml`: " + (k3s.parent_path() / "extra.toml").string() +
                                       " does not exist: containerd fails to start on a missing import"));
 }
+
+TEST_CASE("doctor: the kubelet's cgroupDriver against the SystemdCgroup of the handler that runs specshim") {
+  FakeHost h;
+  const fs::path kubelet = h.root / "var/lib/kubelet/config.yaml";
+  const std::string systemd_cgroup =
+      FakeHost::containerd_config("specshim", "/usr/local/bin/specshim") + "  SystemdCgroup = true\n";
+  SECTION("no kubelet config: a note, nothing compared") {
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "info",
+                                    kubelet.string() +
+                                        ": absent (no kubelet here, or another [kubelet] root): the kubelet's cgroup "
+                                        "driver is not compared with the handlers' SystemdCgroup"));
+    REQUIRE(report["problems"] == 0);
+  }
+  SECTION("kubeadm's systemd against a handler left on containerd's default: a problem naming both") {
+    write_file(kubelet,
+               "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n");
+    auto r = h.doctor({"--json"});
+    INFO(r.out << r.err);
+    REQUIRE_THAT(json::parse(r.out),
+                 HasFinding("containerd", "fail",
+                            "the kubelet's cgroupDriver is systemd (" + kubelet.string() +
+                                " line 3) but handler `specshim` uses cgroupfs (SystemdCgroup unset: containerd's "
+                                "default, false): kubelet and containerd disagree, so its pods fail to start or land "
+                                "in the wrong cgroup hierarchy; set SystemdCgroup = true in the handler's options"));
+    REQUIRE(r.exit_code == 1);
+  }
+  SECTION("both systemd: ok, with the handler's file and line") {
+    write_file(kubelet, "kind: KubeletConfiguration\ncgroupDriver: \"systemd\"\n");
+    write_file(h.root / "etc/containerd/config.toml", systemd_cgroup);
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("containerd", "ok",
+                                    "the kubelet's cgroupDriver is systemd (" + kubelet.string() +
+                                        " line 2), handler `specshim` uses systemd (SystemdCgroup = true, " +
+                                        (h.root / "etc/containerd/config.toml").string() + " line 6)"));
+    REQUIRE(report["problems"] == 0);
+  }
+  SECTION("a kubelet config without cgroupDriver is the kubelet's default, cgroupfs") {
+    write_file(kubelet, "{\"kind\": \"KubeletConfiguration\", \"apiVersion\": \"kubelet.config.k8s.io/v1beta1\"}\n");
+    write_file(h.root / "etc/containerd/config.toml", systemd_cgroup);
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "fail",
+                                        "the kubelet's cgroupDriver is cgroupfs (" + kubelet.string() +
+                                            " leaves it out: the kubelet's default) but handler `specshim` uses "
+                                            "systemd (SystemdCgroup = true, "));
+  }
+  SECTION("version 3: a drop-in sets BinaryName, the root SystemdCgroup; under [kubelet] root") {
+    const std::string v3 = "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.specshim";
+    write_file(h.root / "etc/containerd/config.toml", "version = 3\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n" +
+                                                          v3 + "]\n  runtime_type = \"io.containerd.runc.v2\"\n" + v3 +
+                                                          ".options]\n  SystemdCgroup = true\n");
+    write_file(h.root / "etc/containerd/conf.d/specshim.toml",
+               "version = 3\n" + v3 + ".options]\n  BinaryName = \"/usr/local/bin/specshim\"\n");
+    write_file(h.root / "var/lib/k0s/kubelet/config.yaml", "cgroupDriver: cgroupfs\n");
+    h.write_config("[kubelet]\nroot = \"/var/lib/k0s/kubelet\"\n");
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "fail",
+                                        "the kubelet's cgroupDriver is cgroupfs (" +
+                                            (h.root / "var/lib/k0s/kubelet/config.yaml").string() +
+                                            " line 1) but handler `specshim` uses systemd (SystemdCgroup = true, " +
+                                            (h.root / "etc/containerd/config.toml").string() + " line 6)"));
+  }
+  SECTION("a kubelet config that does not parse is a note") {
+    write_file(kubelet, "cgroupDriver: [systemd\n");
+    REQUIRE_THAT(h.report(), HasFinding("containerd", "info", "config.yaml`: line "));
+  }
+}

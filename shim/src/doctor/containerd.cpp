@@ -322,7 +322,8 @@ void check_default_handler(const Scan& scan, Line line, const Loaded& loaded, Ch
 
 }  // namespace
 
-Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& self_exe, const fs::path& config) {
+Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& self_exe, const fs::path& config,
+                       HandlerCgroups& handlers) {
   Check c("containerd");
   Scan scan{host, self_exe, c, 0, {}, {}};
   std::error_code ec;
@@ -342,6 +343,8 @@ Check check_containerd(const Host& host, const Loaded& loaded, const fs::path& s
   }
   Which which = which_containerd(scan, find_containerd(host), c);
   check_default_handler(scan, which.line, loaded, c);
+  handlers = scan.handler_cgroups(which.line);
+  judge_cgroup_driver(host, loaded.kubelet.root, handlers, c);
   check_cri_cdi(scan, which, loaded, c);
   return c;
 }

@@ -9,10 +9,17 @@
 namespace specshim::shim::doctor::containerd_files {
 namespace {
 
+// at names a key's place for a message: "/etc/containerd/config.toml line 12".
+std::string at(const std::string& file, const config::Section& table, std::string_view key) {
+  std::string where = table.where(key);
+  auto line = where.rfind("(line ");
+  return file + (line == std::string::npos ? "" : " " + where.substr(line + 1, where.size() - line - 2));
+}
+
 // runtimes walks plugins.<any>.containerd.runtimes.<name>: the CRI plugin is
 // "cri" in config version 1, io.containerd.grpc.v1.cri in 2 and
 // io.containerd.cri.v1.runtime in 3.
-std::vector<Runtime> runtimes(config::Section& root) {
+std::vector<Runtime> runtimes(config::Section& root, const std::string& file) {
   std::vector<Runtime> out;
   if (root.kind("plugins") != config::Kind::table) return out;
   auto plugins = *root.table("plugins");
@@ -26,19 +33,17 @@ std::vector<Runtime> runtimes(config::Section& root) {
     for (const auto& name : table.keys()) {
       if (table.kind(name) != config::Kind::table) continue;
       auto rt = *table.table(name);
-      Runtime r{name, rt.string("runtime_type").value_or(""), ""};
-      if (rt.kind("options") == config::Kind::table) r.binary = rt.table("options")->string("BinaryName").value_or("");
+      Runtime r{name, rt.string("runtime_type").value_or(""), "", {}};
+      if (rt.kind("options") == config::Kind::table) {
+        auto options = *rt.table("options");
+        r.binary = options.string("BinaryName").value_or("");
+        if (options.has("SystemdCgroup"))
+          r.systemd_cgroup = {options.boolean("SystemdCgroup"), at(file, options, "SystemdCgroup")};
+      }
       out.push_back(r);
     }
   }
   return out;
-}
-
-// at names a key's place for a message: "/etc/containerd/config.toml line 12".
-std::string at(const std::string& file, const config::Section& table, std::string_view key) {
-  std::string where = table.where(key);
-  auto line = where.rfind("(line ");
-  return file + (line == std::string::npos ? "" : " " + where.substr(line + 1, where.size() - line - 2));
 }
 
 }  // namespace
@@ -74,7 +79,7 @@ std::vector<fs::path> Scan::file(const fs::path& path, bool loaded) {
   try {
     auto doc = config::Document::load(path);
     auto root = doc.root();
-    for (const auto& r : runtimes(root)) found.push_back({path, loaded, r});
+    for (const auto& r : runtimes(root, path.string())) found.push_back({path, loaded, r});
     for (const auto& imp : root.strings("imports").value_or(std::vector<std::string>{})) {
       // Relative imports are relative to the importing file (containerd's resolveImports);
       // a glob may match nothing, a plain path must exist.
@@ -83,7 +88,7 @@ std::vector<fs::path> Scan::file(const fs::path& path, bool loaded) {
       auto matched = expand(full);
       if (matched.empty() && imp.find('*') == std::string::npos && loaded)
         check.add(Severity::warn, path.string() + ": imports `" + imp + "`: " + full.string() +
-                                    " does not exist: containerd fails to start on a missing import");
+                                      " does not exist: containerd fails to start on a missing import");
       for (const auto& m : matched) imports.push_back(m);
     }
     cri_cdi(root, f);

@@ -20,14 +20,16 @@ namespace specshim::shim::doctor::containerd_files {
 
 namespace fs = std::filesystem;
 
+using node::containerd_config::Line;
+using node::containerd_config::Setting;
+
 // Runtime is one plugins.<cri>.containerd.runtimes.<name> table.
 struct Runtime {
   std::string name;
   std::string type;
   std::string binary;
+  Setting<bool> systemd_cgroup = {};  // options.SystemdCgroup, where set
 };
-
-using node::containerd_config::Setting;
 
 // File is one containerd config file as containerd reads it.
 struct File {
@@ -70,12 +72,21 @@ struct Scan {
   void judge_runtimes();
   // walk reads start and, breadth first as containerd does, the files it imports.
   void walk(std::vector<fs::path> queue, bool loaded);
+  // handler_cgroups is how each handler whose BinaryName is this binary
+  // makes container cgroups: its SystemdCgroup merged over the loaded files
+  // as line merges them (cgroup_driver.cpp).
+  HandlerCgroups handler_cgroups(Line line) const;
 };
 
 using node::containerd_config::clean_dir;
 using node::containerd_config::expand;
-using node::containerd_config::Line;
 using node::containerd_config::same_file;
+
+// judge_cgroup_driver compares the kubelet's cgroupDriver (its config file
+// under kubelet_root, a host path) with each handler's SystemdCgroup: a
+// mismatch is a fail naming both files and values, no readable kubelet
+// config a note (cgroup_driver.cpp).
+void judge_cgroup_driver(const Host& host, const fs::path& kubelet_root, const HandlerCgroups& handlers, Check& c);
 
 // merged is the value a key of the CRI table has once containerd has read
 // every file the scan loaded (containerd_config::merged).

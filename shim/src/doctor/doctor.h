@@ -75,6 +75,17 @@ struct Loaded {
   bool on(std::string_view modifier) const;
 };
 
+// HandlerCgroup is how one containerd handler whose BinaryName is this
+// binary makes container cgroups: options.SystemdCgroup, merged over the
+// files containerd loads (containerd's default: false, cgroupfs). With it
+// true runc makes each container's cgroup a systemd scope.
+struct HandlerCgroup {
+  std::string handler;
+  bool systemd = false;
+  std::string at;  // "SystemdCgroup = true, FILE line N", or "SystemdCgroup unset: containerd's default, false"
+};
+using HandlerCgroups = std::vector<HandlerCgroup>;
+
 Check check_config(const std::filesystem::path& file, Loaded& loaded);
 Check check_runtime(const Loaded& loaded);
 Check check_cdi(const Host& host, const Loaded& loaded);
@@ -88,10 +99,11 @@ Check check_user_namespaces(const Host& host, const Loaded& loaded);
 // when it is meant to run ([nri] in the config) and is not: NRI fails open.
 Check check_nri(const Host& host, const Loaded& loaded);
 // check_containerd reads containerd's config (config_file, then the files
-// it imports, as containerd does) for handlers running this binary and for
-// containerd's own CRI CDI injection against the cdi modifier's spec dirs.
+// it imports, as containerd does) for handlers running this binary, their
+// cgroup driver against the kubelet's, and containerd's own CRI CDI
+// injection against the cdi modifier's spec dirs. It fills handlers.
 Check check_containerd(const Host& host, const Loaded& loaded, const std::filesystem::path& self_exe,
-                       const std::filesystem::path& config_file);
+                       const std::filesystem::path& config_file, HandlerCgroups& handlers);
 
 // render_text and render_json print the report (render_text lists details
 // when verbose); problems() counts fails.
