@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "verb_cli.h"
 #include "verbs.h"
@@ -47,19 +48,22 @@ int doctor_main(const std::vector<std::string>& argv) {
   doctor::Loaded loaded;
   std::vector<doctor::Check> checks;
   checks.push_back(doctor::check_config(config_path, loaded));
+  // containerd's check runs before hotplug's, which needs its handlers'
+  // cgroup driver, and is reported last.
+  doctor::HandlerCgroups handlers;
+  doctor::Check containerd = doctor::check_containerd(
+      host, loaded, self.empty() ? "/proc/self/exe" : self,
+      containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config),
+      handlers);
   checks.push_back(doctor::check_runtime(loaded));
   checks.push_back(doctor::check_cdi(host, loaded));
   checks.push_back(doctor::check_kubelet(host, loaded));
   checks.push_back(doctor::check_kernel(host));
   checks.push_back(doctor::check_capabilities(host, loaded));
-  checks.push_back(doctor::check_hotplug(host, loaded));
+  checks.push_back(doctor::check_hotplug(host, loaded, handlers));
   checks.push_back(doctor::check_user_namespaces(host, loaded));
   checks.push_back(doctor::check_nri(host, loaded));
-  doctor::HandlerCgroups handlers;
-  checks.push_back(doctor::check_containerd(
-      host, loaded, self.empty() ? "/proc/self/exe" : self,
-      containerd_config.empty() ? host.path("/etc/containerd/config.toml") : std::filesystem::path(containerd_config),
-      handlers));
+  checks.push_back(std::move(containerd));
 
   if (json)
     std::cout << doctor::render_json(checks);

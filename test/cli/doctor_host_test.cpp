@@ -199,12 +199,48 @@ TEST_CASE("doctor: hot-plug cgroup modes") {
 TEST_CASE("doctor: hot-plug with systemd as PID 1, with and without systemctl") {
   FakeHost h;
   std::filesystem::create_directories(h.root / "run/systemd/system");
-  REQUIRE_THAT(h.report(), HasFinding("hotplug", "warn", "systemd is PID 1 but systemctl is not in /usr/bin or /bin"));
-  write_file(h.root / "usr/bin/systemctl", "#!/bin/sh\n", 0755);
-  REQUIRE_THAT(h.report(),
-               HasFinding("hotplug", "ok",
-                          "systemd is PID 1: for a container cgroup in a .scope, attach also sets DeviceAllow= with "
-                          "`/usr/bin/systemctl set-property --runtime`"));
+  const fs::path containerd = h.root / "etc/containerd/config.toml";
+  write_file(containerd,
+             FakeHost::containerd_config("specshim", "/usr/local/bin/specshim") + "  SystemdCgroup = true\n");
+  h.write_config("[hotplug]\nenabled = true\n");
+  const std::string lost =
+      "), but systemctl is not in /usr/bin or /bin: attach cannot set DeviceAllow=, a daemon-reload would take "
+      "attached devices away from containers in a .scope";
+  SECTION("hot-plug on, the handler on systemd scopes, no systemctl: a warning naming the file") {
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("hotplug", "warn",
+                                    "systemd is PID 1 and container cgroups are systemd scopes (handler `specshim`: "
+                                    "SystemdCgroup = true, " +
+                                        containerd.string() + " line 6" + lost));
+    REQUIRE(report["problems"] == 0);
+  }
+  SECTION("hot-plug off: the same, as a note") {
+    h.write_config("");
+    REQUIRE_THAT(h.report(),
+                 HasFinding("hotplug", "info", lost + " ([hotplug] enabled = false: for an attach by hand)"));
+  }
+  SECTION("the handler on cgroupfs: no unit owns container cgroups, a reload leaves them alone") {
+    write_file(containerd, FakeHost::containerd_config("specshim", "/usr/local/bin/specshim"));
+    json report = h.report();
+    REQUIRE_THAT(report, HasFinding("hotplug", "ok",
+                                    "systemd is PID 1, but container cgroups are no systemd units (handler "
+                                    "`specshim`: SystemdCgroup unset: containerd's default, false): a daemon-reload "
+                                    "leaves their devices alone, attach needs no systemctl"));
+    REQUIRE_THAT(report, !HasFinding("hotplug", "warn", "systemd"));
+  }
+  SECTION("no handler runs this binary: whether cgroups are scopes is unknown, a warning") {
+    write_file(containerd, "version = 2\n");
+    REQUIRE_THAT(h.report(), HasFinding("hotplug", "warn",
+                                        "systemd is PID 1 but systemctl is not in /usr/bin or /bin, and no containerd "
+                                        "handler runs this binary"));
+  }
+  SECTION("systemctl there: attach sets DeviceAllow=") {
+    write_file(h.root / "usr/bin/systemctl", "#!/bin/sh\n", 0755);
+    REQUIRE_THAT(h.report(),
+                 HasFinding("hotplug", "ok",
+                            "systemd is PID 1: for a container cgroup in a .scope, attach also sets DeviceAllow= with "
+                            "`/usr/bin/systemctl set-property --runtime`"));
+  }
 }
 
 TEST_CASE("doctor: hot-plug without CAP_MKNOD and CAP_SYS_ADMIN warns for each") {

@@ -92,7 +92,9 @@ Check check_cdi(const Host& host, const Loaded& loaded);
 Check check_kubelet(const Host& host, const Loaded& loaded);
 Check check_kernel(const Host& host);
 Check check_capabilities(const Host& host, const Loaded& loaded);
-Check check_hotplug(const Host& host, const Loaded& loaded);
+// check_hotplug takes the handlers' cgroups from check_containerd: under
+// systemd, whether a daemon-reload can touch container cgroups depends on it.
+Check check_hotplug(const Host& host, const Loaded& loaded, const HandlerCgroups& handlers);
 Check check_user_namespaces(const Host& host, const Loaded& loaded);
 // check_nri says whether specshim-nri is registered with the runtime (its
 // registration file under [nri] state-dir, its process alive), and warns

@@ -3,7 +3,8 @@
 // container's devices here (docs/attach.md): which cgroup files or programs
 // it changes, whether the kernel takes its device program, the capabilities
 // for mknod and for entering a mount namespace, and whether systemd owns
-// container cgroups (then DeviceAllow= is set too). Problems are warnings:
+// container cgroups (containerd's handlers with SystemdCgroup = true: then
+// DeviceAllow= is set too, with systemctl). Problems are warnings:
 // hot-plug is optional, a node that does not use it is healthy.
 #include "specshim/node/hotplug.h"
 
@@ -82,7 +83,12 @@ void check_cap(Check& c, const char* cap, const std::string& for_what) {
                               ": attach cannot " + for_what);
 }
 
-void check_systemd(const Host& host, Check& c) {
+// check_systemd says whether attached devices survive a `systemctl
+// daemon-reload`. Under systemd as PID 1, a handler with SystemdCgroup =
+// true makes each container's cgroup a .scope: a reload rewrites its device
+// rules from the unit's DeviceAllow=, which attach sets with systemctl. A
+// handler on cgroupfs makes cgroups no unit owns, which a reload leaves alone.
+void check_systemd(const Host& host, const Loaded& loaded, const HandlerCgroups& handlers, Check& c) {
   if (!live::systemd_is_pid1(host.root)) {
     c.add(Severity::info, "systemd is not PID 1 (no " + host.path("/run/systemd/system").string() +
                               "): no unit owns container cgroups, nothing to tell systemd");
@@ -96,9 +102,27 @@ void check_systemd(const Host& host, Check& c) {
                               p + " set-property --runtime` (so a daemon-reload keeps the device)");
       return;
     }
-  c.add(Severity::warn,
-        "systemd is PID 1 but systemctl is not in /usr/bin or /bin: attach cannot set DeviceAllow=, a "
-        "daemon-reload would take attached devices away from containers in a .scope");
+  std::vector<std::string> scopes, plain;
+  for (const auto& h : handlers) (h.systemd ? scopes : plain).push_back("handler `" + h.handler + "`: " + h.at);
+  Severity bad = loaded.hotplug.enabled ? Severity::warn : Severity::info;
+  std::string off = loaded.hotplug.enabled ? "" : " ([hotplug] enabled = false: for an attach by hand)";
+  std::string lost =
+      "attach cannot set DeviceAllow=, a daemon-reload would take attached devices away from "
+      "containers in a .scope" +
+      off;
+  if (!scopes.empty()) {
+    c.add(bad, "systemd is PID 1 and container cgroups are systemd scopes (" + join(scopes, "; ") +
+                   "), but systemctl is not in /usr/bin or /bin: " + lost);
+  } else if (!plain.empty()) {
+    c.add(Severity::ok, "systemd is PID 1, but container cgroups are no systemd units (" + join(plain, "; ") +
+                            "): a daemon-reload leaves their devices alone, attach needs no systemctl (none in "
+                            "/usr/bin or /bin)");
+  } else {
+    c.add(bad,
+          "systemd is PID 1 but systemctl is not in /usr/bin or /bin, and no containerd handler runs this "
+          "binary to tell whether container cgroups are systemd scopes: " +
+              lost);
+  }
 }
 
 // check_desired reads the desired-state file as reconcile would. Absent is
@@ -122,14 +146,14 @@ void check_desired(const Host& host, const Loaded& loaded, Check& c) {
 
 }  // namespace
 
-Check check_hotplug(const Host& host, const Loaded& loaded) {
+Check check_hotplug(const Host& host, const Loaded& loaded, const HandlerCgroups& handlers) {
   Check c("hotplug");
   check_desired(host, loaded, c);
   bool needs_bpf = check_mode(host, c);
   check_bpf(needs_bpf, c);
   check_cap(c, "CAP_MKNOD", "create device nodes in a container");
   check_cap(c, "CAP_SYS_ADMIN", "enter a container's mount namespace with setns, bind-mount");
-  check_systemd(host, c);
+  check_systemd(host, loaded, handlers, c);
   return c;
 }
 
