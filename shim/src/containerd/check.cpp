@@ -23,16 +23,21 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
+// node_root: the host root as chroot takes it ("/" was shortened to "").
+std::string node_root(const Run& run) {
+  return run.opt.host_root.empty() ? "/" : run.opt.host_root;
+}
+
 std::vector<std::string> node_containerd(const Run& run, std::vector<std::string> args) {
   std::vector<std::string> argv = run.opt.check_cmd.empty()
-                                      ? std::vector<std::string>{"chroot", run.opt.host_root, "containerd"}
+                                      ? std::vector<std::string>{"chroot", node_root(run), "containerd"}
                                       : words(run.opt.check_cmd);
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
 
 std::string check_command(const Run& run) {
-  return run.opt.check_cmd.empty() ? "chroot " + run.opt.host_root + " containerd" : run.opt.check_cmd;
+  return run.opt.check_cmd.empty() ? "chroot " + node_root(run) + " containerd" : run.opt.check_cmd;
 }
 
 // run_quiet runs argv; a command that cannot start counts as failed (exit 127).
@@ -57,7 +62,7 @@ std::string chomp(std::string s) {
 
 std::optional<std::string> version_output(const Run& run) {
   auto argv = run.opt.version_cmd.empty()
-                  ? std::vector<std::string>{"chroot", run.opt.host_root, "containerd", "--version"}
+                  ? std::vector<std::string>{"chroot", node_root(run), "containerd", "--version"}
                   : words(run.opt.version_cmd);
   auto r = run_quiet(argv, kVersionSeconds);
   if (r.exit_code != 0) return std::nullopt;
