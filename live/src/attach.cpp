@@ -134,10 +134,13 @@ void change_rules(const Target& t, const live::CgroupPlaces& places, const std::
       undo.push("devices.allow " + numbers(d), [dir, d] { live::v1_write(dir, rule_of(d)); });
     }
   }
+  // Under systemd the cgroup2 directory holds systemd's program (rebuilt
+  // from DeviceAllow= below, on every reload too) beside runc's or ours.
+  const bool systemd = !places.systemd_unit.empty() && live::systemd_is_pid1();
   if (places.unified && !live::attached_device_programs(*places.unified).empty())
     undo.push("the previous device program of " + q(places.unified->string()),
-              live::replace_device_program(*places.unified, rules_after));
-  if (!places.systemd_unit.empty() && live::systemd_is_pid1()) {
+              live::replace_device_program(*places.unified, rules_after, systemd));
+  if (systemd) {
     run_systemctl(live::systemd_device_allow(places.systemd_unit, rules_after), warnings);
     // An undo reports failure, not warnings: the rules it restores were
     // the container's before.

@@ -99,13 +99,26 @@ Query query(int cgroup_fd, const sfs::path& dir, std::uint32_t query_flags = 0) 
   }
 }
 
+fs::Fd open_program(std::uint32_t id) {
+  bpf_attr attr{};
+  attr.prog_id = id;
+  long fd = bpf(BPF_PROG_GET_FD_BY_ID, attr);
+  if (fd < 0) throw_errno("open device program " + std::to_string(id));
+  return fs::Fd(static_cast<int>(fd));
+}
+
+// read_info fills info (whose pointers and lengths ask for what to copy).
+void read_info(int prog_fd, bpf_prog_info& info, const std::string& what) {
+  bpf_attr a{};
+  a.info.bpf_fd = static_cast<std::uint32_t>(prog_fd);
+  a.info.info_len = sizeof info;
+  a.info.info = reinterpret_cast<std::uintptr_t>(&info);
+  if (bpf(BPF_OBJ_GET_INFO_BY_FD, a) != 0) throw_errno("read " + what);
+}
+
 std::uint32_t id_of(int prog_fd) {
   bpf_prog_info info{};
-  bpf_attr attr{};
-  attr.info.bpf_fd = static_cast<std::uint32_t>(prog_fd);
-  attr.info.info_len = sizeof info;
-  attr.info.info = reinterpret_cast<std::uintptr_t>(&info);
-  if (bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0) throw_errno("read the id of a device program");
+  read_info(prog_fd, info, "the id of a device program");
   return info.id;
 }
 
@@ -273,18 +286,8 @@ std::vector<std::uint32_t> effective_device_programs(const sfs::path& cgroup_dir
 
 std::vector<bpf_insn> device_program_instructions(std::uint32_t id) {
   std::string what = "device program " + std::to_string(id);
-  bpf_attr attr{};
-  attr.prog_id = id;
-  long fd = bpf(BPF_PROG_GET_FD_BY_ID, attr);
-  if (fd < 0) throw_errno("open " + what);
-  fs::Fd prog(static_cast<int>(fd));
-  auto info_of = [&](bpf_prog_info& info) {
-    bpf_attr a{};
-    a.info.bpf_fd = static_cast<std::uint32_t>(prog.get());
-    a.info.info_len = sizeof info;
-    a.info.info = reinterpret_cast<std::uintptr_t>(&info);
-    if (bpf(BPF_OBJ_GET_INFO_BY_FD, a) != 0) throw_errno("read " + what);
-  };
+  fs::Fd prog = open_program(id);
+  auto info_of = [&](bpf_prog_info& info) { read_info(prog.get(), info, what); };
   bpf_prog_info info{};
   info_of(info);
   if (info.xlated_prog_len == 0) throw Error(what + ": the kernel shows no instructions (kernel.kptr_restrict?)");
@@ -298,16 +301,43 @@ std::vector<bpf_insn> device_program_instructions(std::uint32_t id) {
   return insns;
 }
 
-Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<DeviceRule>& rules) {
+std::string device_program_name(std::uint32_t id) {
+  bpf_prog_info info{};
+  read_info(open_program(id).get(), info, "device program " + std::to_string(id));
+  return std::string(info.name, ::strnlen(info.name, sizeof info.name));
+}
+
+Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<DeviceRule>& rules, bool leave_systemd) {
   std::vector<bpf_insn> prog = compile_program(rules);  // a refused list changes nothing
   auto r = std::make_shared<Replaced>();
   r->dir = cgroup_dir;
   r->cgroup = open_cgroup(cgroup_dir);
+  // ours: the attached programs this call may replace (all but systemd's
+  // when it leaves those to systemd). A program that went away meanwhile
+  // (systemd rebuilding its own) is not counted.
+  auto ours = [&](const Query& q) {
+    if (!leave_systemd) return q.ids;
+    std::vector<std::uint32_t> out;
+    for (auto id : q.ids) {
+      std::string name;
+      try {
+        name = device_program_name(id);
+      } catch (const Error&) {
+        continue;
+      }
+      if (name != kSystemdDeviceProgram) out.push_back(id);
+    }
+    return out;
+  };
   Query before = query(r->cgroup.get(), cgroup_dir);
   std::string where = "cgroup `" + cgroup_dir.string() + "`";
+  const bool systemds = leave_systemd && !before.ids.empty();
+  before.ids = ours(before);
+  if (systemds && before.ids.empty()) return [] {};  // systemd's alone: DeviceAllow= rebuilds it
   if (before.ids.size() > 1)
     throw Error(where + " has " + std::to_string(before.ids.size()) + " device programs attached (ids " +
-                ids_text(before.ids) + "): not replacing one of them, the others would still deny");
+                ids_text(before.ids) + (leave_systemd ? ", besides systemd's" : "") +
+                "): not replacing one of them, the others would still deny");
   if (!before.ids.empty()) {
     bpf_attr attr{};
     attr.prog_id = before.ids[0];
@@ -326,6 +356,7 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
   Query after;
   try {
     after = query(r->cgroup.get(), cgroup_dir);
+    after.ids = ours(after);
   } catch (const Error&) {
     r->undo();
     throw;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
@@ -275,6 +276,37 @@ TEST_CASE("live cgroup: two attached programs are not replaced, a refused list c
   CHECK(attached_device_programs(cg.dir) == std::vector<std::uint32_t>{a.id()});
   CHECK_THAT(error_of<Error>([&] { replace_device_program(cg.dir / "missing", {allow(1, 3)}); }),
              Catch::Contains("open cgroup `" + (cg.dir / "missing").string() + "`: No such file or directory"));
+}
+
+TEST_CASE("live cgroup: under systemd, its sd_devices program stays and the other one is replaced") {
+  Nodes nodes;
+  Cgroup cg(unified_root());
+  Prober child;
+  cg.add(child.pid());
+  // runc's program and systemd's beside it, as on a scope after a reload.
+  AttachedBpfObject runc(cg.dir, deny_1_11_object());
+  AttachedBpfObject systemd(cg.dir, specshim::test::sd_devices_object());
+  REQUIRE(device_program_name(systemd.id()) == kSystemdDeviceProgram);
+  REQUIRE(child.open(nodes.kmsg, O_WRONLY) == EPERM);
+  // Not told that systemd owns the cgroup: two programs, none replaced.
+  CHECK_THAT(error_of<Error>([&] { replace_device_program(cg.dir, {allow(1, 11)}); }),
+             Catch::Contains("has 2 device programs attached"));
+  Undo undo = replace_device_program(cg.dir, {allow(1, 11), allow(1, 3)}, /*leave_systemd=*/true);
+  auto after = attached_device_programs(cg.dir);
+  CHECK(after.size() == 2);
+  CHECK(std::count(after.begin(), after.end(), systemd.id()) == 1);
+  CHECK(std::count(after.begin(), after.end(), runc.id()) == 0);
+  CHECK(child.open(nodes.kmsg, O_WRONLY) == 0);
+  undo();
+  CHECK(attached_device_programs(cg.dir) == std::vector<std::uint32_t>{runc.id(), systemd.id()});
+  CHECK(child.open(nodes.kmsg, O_WRONLY) == EPERM);
+  // systemd's alone: it is systemd's to rebuild, nothing is attached.
+  REQUIRE(runc.detach());
+  Undo none = replace_device_program(cg.dir, {allow(1, 3)}, /*leave_systemd=*/true);
+  CHECK(attached_device_programs(cg.dir) == std::vector<std::uint32_t>{systemd.id()});
+  CHECK(child.open(nodes.kmsg, O_WRONLY) == 0);
+  none();
+  CHECK(attached_device_programs(cg.dir) == std::vector<std::uint32_t>{systemd.id()});
 }
 
 TEST_CASE("live cgroup: the verifier accepts every program the compiler makes for varied lists") {

@@ -26,6 +26,10 @@ std::filesystem::path deny_1_11_object() {
   return SPECSHIM_DENY_1_11_BPF;
 }
 
+std::filesystem::path sd_devices_object() {
+  return SPECSHIM_SD_DEVICES_BPF;
+}
+
 void ensure_bpffs() {
   struct statfs st {};
   if (::statfs("/sys/fs/bpf", &st) == 0 && st.f_type == BPF_FS_MAGIC) return;

@@ -14,6 +14,9 @@ namespace specshim::test {
 // deny_1_11_object is test/bpf/deny_1_11.bpf.o: denies char 1:11, allows
 // everything else.
 std::filesystem::path deny_1_11_object();
+// sd_devices_object is test/bpf/sd_devices.bpf.o: allows everything, under
+// the name systemd gives its program (live::kSystemdDeviceProgram).
+std::filesystem::path sd_devices_object();
 
 // ensure_bpffs mounts bpffs on /sys/fs/bpf unless it is there already (it
 // stays mounted: other tests may pin there at the same time).

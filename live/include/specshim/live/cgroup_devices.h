@@ -69,13 +69,27 @@ std::vector<std::uint32_t> effective_device_programs(const std::filesystem::path
 // program is gone or the kernel does not show them.
 std::vector<bpf_insn> device_program_instructions(std::uint32_t id);
 
+// kSystemdDeviceProgram is the name systemd gives the device program it
+// builds for a unit from DeviceAllow= (seen with Debian 12's systemd 252). It
+// rebuilds that program on every set-property and daemon-reload, and attaches
+// it beside the runtime's (BPF_F_ALLOW_MULTI: each must allow an access).
+inline constexpr std::string_view kSystemdDeviceProgram = "sd_devices";
+
+// device_program_name is a loaded program's name ("" when it has none).
+// Throws Error when the program is gone.
+std::string device_program_name(std::uint32_t id);
+
 // replace_device_program loads compile_program(rules) and attaches it to the
 // cgroup2 directory: with BPF_F_ALLOW_MULTI|BPF_F_REPLACE over the one device
-// program attached there, or plainly when none is. Throws Error when more
-// than one is attached, and when afterwards exactly one device program is not
-// attached. The Undo puts the previous program back (or detaches the new one
-// when there was none).
-Undo replace_device_program(const std::filesystem::path& cgroup_dir, const std::vector<DeviceRule>& rules);
+// program attached there, or plainly when none is. With leave_systemd, the
+// programs named kSystemdDeviceProgram are systemd's to rebuild (the caller
+// tells systemd through DeviceAllow=): they are left attached and not
+// counted, and when they are all there is, nothing is attached. Throws Error
+// when more than one other program is attached, and when afterwards the new
+// one is not the only other program attached. The Undo puts the previous
+// program back (or detaches the new one when there was none).
+Undo replace_device_program(const std::filesystem::path& cgroup_dir, const std::vector<DeviceRule>& rules,
+                            bool leave_systemd = false);
 
 // device_program_loads loads (and closes) compile_program(runc's default
 // rules), for doctor: empty when the kernel accepts it, else why not (with
