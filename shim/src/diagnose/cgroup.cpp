@@ -173,7 +173,9 @@ void check_systemd(const Container& c, const Device& d, Report& r, std::string_v
     r.add(layer, d.path, Severity::ok, "DeviceAllow= of " + q(unit) + " allows " + numbers(d) + " " + d.access);
   else
     r.add(layer, d.path, Severity::fail, "DeviceAllow= of " + q(unit) + " does not allow " + numbers(d) + " " + no,
-          "a `systemctl daemon-reload` rewrites the unit's device rules from DeviceAllow=; `specshim attach` sets it");
+          "the next `systemctl daemon-reload` rebuilds the unit's device program from DeviceAllow= without it; "
+          "`specshim attach` sets DeviceAllow=, a rule systemd cannot say (`c *:MIN`, a major missing from "
+          "/proc/devices) never reaches it");
 }
 
 }  // namespace

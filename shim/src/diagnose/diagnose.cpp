@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "runtime.h"
 #include "settings.h"
@@ -43,6 +44,14 @@ Setup read_setup(const Options& o) {
   return s;
 }
 
+// container_node: the device node the container has at `path` (one it made
+// itself with mknod, or one bound in), by its own numbers.
+std::optional<Device> container_node(const Container& c, const std::string& path) {
+  live::FileView v = live::look_at(c.root, path);
+  if (!v.error.empty() || !v.is_device()) return std::nullopt;
+  return Device{path, v.type(), v.major, v.minor, true, "", "rw", "--device (the container's own node)", false};
+}
+
 // selected narrows the devices to --device and --cdi when given.
 std::vector<Device> selected(const Setup& setup, const Container& c, const Options& o, std::vector<Device> all) {
   if (o.devices.empty() && o.cdi.empty()) return all;
@@ -53,6 +62,8 @@ std::vector<Device> selected(const Setup& setup, const Container& c, const Optio
       out.push_back(*it);
     else if (auto d = host_device(path, path, "--device (the host's node at the same path)"))
       out.push_back(*d);
+    else if (auto own = container_node(c, path))
+      out.push_back(*own);
     else
       out.push_back(Device{path, 'c', 0, 0, false, "", "rw", "--device", false});
   }
