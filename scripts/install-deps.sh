@@ -14,7 +14,7 @@ PACKAGES=(
   runc containerd busybox-static hyperfine
   clang-14 libclang-rt-14-dev bpftool lld valgrind
   iproute2 util-linux procps jq lintian file time
-  python3 python3-yaml shellcheck patchelf
+  python3 python3-yaml shellcheck patchelf debootstrap
   # The arm64 build (cmake/aarch64-linux-gnu.cmake): Debian's cross toolchain,
   # the :arm64 libraries the unit, golden and cli tiers link (gRPC for the
   # kubelet helper and the test fakes), and qemu-user to run them.
@@ -48,3 +48,6 @@ $SUDO bash "$(dirname "$0")/qemu-binfmt.sh"
 bash "$(dirname "$0")/fetch-containerd.sh"
 # runc 1.3 and crun from sid for the e2e delegate tiers, beside the system's runc 1.1.5.
 bash "$(dirname "$0")/fetch-runtimes.sh"
+# The systemd node's Debian 12 tree for the e2e-systemd tier (test/README.md,
+# "The systemd node"): debootstrap from the mirror once, cached beside them.
+bash "$(dirname "$0")/../test/e2e/systemd-node/node.sh" rootfs >/dev/null

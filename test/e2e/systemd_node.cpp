@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "systemd_node.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "containerd_harness.h"
+#include "runtimes.h"
+
+namespace specshim::e2e {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kNodeScript = E2E_SOURCE_DIR "/test/e2e/systemd-node/node.sh";
+
+std::string tail(const std::string& s, std::size_t n) {
+  return s.size() > n ? "..." + s.substr(s.size() - n) : s;
+}
+
+}  // namespace
+
+std::string unit_of(const std::string& container_id) {
+  return "cri-containerd-" + container_id + ".scope";
+}
+
+SystemdNode::SystemdNode() {
+  // The node's files, and what the tests hand it, must be reachable by
+  // whatever the node runs: containerd's shim and runc run as root, but the
+  // share is searched by the container's users too (log dirs).
+  ::chmod(share().c_str(), 0755);
+  fs::copy_file(E2E_IMAGE_TAR, share() / "busybox-oci.tar");
+  auto booted = test::run_process(
+      {"/bin/bash", kNodeScript, "boot", dir_.path().string(), E2E_BUILD_DIR, share().string()}, {}, 600000);
+  std::string pid_text;
+  try {
+    pid_text = test::read_file(dir_.path() / "pid");
+    pid_ = std::stoi(pid_text);
+  } catch (const std::exception&) {
+  }
+  if (booted.exit_code != 0) {
+    stop();
+    throw std::runtime_error("node.sh boot failed:\n" + booted.out + booted.err);
+  }
+  try {
+    // The packaged installer, on the node, as a node's admin (or the
+    // DaemonSet with --host-root /) runs it: it restarts containerd with
+    // systemctl.
+    // The delegate of this binary (runc 1.1.5 is the tree's own), for the
+    // node's runtime wrapper (systemd-node/runtime.sh).
+    const std::string runc = delegate_name() == std::string("runc-1.1")
+                                 ? "/usr/sbin/runc"
+                                 : test::runtime_binary(delegate_name(), "systemd node").string();
+    test::write_file(in_node("/etc/specshim-node/runc"), runc + "\n");
+    installed_ = exec_ok({"/usr/libexec/specshim/install-on-host.sh", "--host-root", "/"}, 120000);
+    cri_ = std::make_unique<CriClient>(in_node("/run/containerd/containerd.sock").string());
+    if (!poll_until(
+            [&] {
+              try {
+                cri_->version(1s);
+                return true;
+              } catch (const std::exception&) {
+                return false;
+              }
+            },
+            60s))
+      throw std::runtime_error("containerd's CRI does not answer");
+    exec_ok({"ctr", "--namespace", "k8s.io", "images", "import", std::string(kShare) + "/busybox-oci.tar"}, 120000);
+    if (!poll_until([&] { return cri_->image_present(kImage); }, 30s))
+      throw std::runtime_error("CRI does not list the imported image");
+  } catch (const std::exception& e) {
+    std::string why = std::string(e.what()) + "\n" + diagnostics();
+    stop();
+    throw std::runtime_error(why);
+  }
+}
+
+SystemdNode::~SystemdNode() {
+  stop();
+}
+
+void SystemdNode::stop() noexcept {
+  cri_.reset();
+  test::run_process({"/bin/bash", kNodeScript, "stop", dir_.path().string()}, {}, 120000);
+}
+
+fs::path SystemdNode::in_node(const fs::path& node_path) const {
+  return fs::path("/proc/" + std::to_string(pid_) + "/root") / node_path.relative_path();
+}
+
+test::ProcessResult SystemdNode::exec(const std::vector<std::string>& argv, int timeout_ms) const {
+  std::vector<std::string> full = {"/bin/bash", kNodeScript, "exec", dir_.path().string()};
+  full.insert(full.end(), argv.begin(), argv.end());
+  return test::run_process(full, {}, timeout_ms);
+}
+
+std::string SystemdNode::exec_ok(const std::vector<std::string>& argv, int timeout_ms) const {
+  auto r = exec(argv, timeout_ms);
+  if (r.exit_code != 0) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    throw std::runtime_error("in the node: " + cmd + " exited " + std::to_string(r.exit_code) + ":\n" + r.out + r.err);
+  }
+  return r.out;
+}
+
+void SystemdNode::daemon_reload() const {
+  exec_ok({"systemctl", "daemon-reload"});
+}
+
+std::string SystemdNode::device_allow(const std::string& unit) const {
+  return exec_ok({"systemctl", "show", "--property=DeviceAllow", "--value", unit});
+}
+
+void SystemdNode::write_config(const std::string& text) const {
+  test::write_file(in_node("/etc/specshim/config.toml"), text);
+}
+
+cri::PodSandboxConfig SystemdNode::pod_config(const std::string& name) const {
+  cri::PodSandboxConfig pod;
+  // The kubelet's systemd driver names a pod's slice after its uid, with
+  // "_" for "-" (a "-" in a slice name is a level of the hierarchy).
+  std::string uid = "uid_" + name + "_" + std::to_string(::getpid());
+  for (auto& ch : uid)
+    if (ch == '-') ch = '_';
+  pod.mutable_metadata()->set_name(name);
+  pod.mutable_metadata()->set_namespace_("default");
+  pod.mutable_metadata()->set_uid(uid);
+  fs::create_directories(share() / "pods" / uid);
+  pod.set_log_directory(std::string(kShare) + "/pods/" + uid);
+  (*pod.mutable_labels())["io.kubernetes.pod.name"] = name;
+  auto* linux = pod.mutable_linux();
+  linux->set_cgroup_parent("specshim_e2e-pod" + uid + ".slice");
+  linux->mutable_security_context()->mutable_namespace_options()->set_network(cri::NODE);
+  return pod;
+}
+
+std::string SystemdNode::diagnostics() const {
+  auto journal = exec({"journalctl", "--no-pager", "-n", "60", "-u", "containerd"}, 20000);
+  std::string console;
+  try {
+    console = test::read_file(dir_.path() / "console");
+  } catch (const std::exception&) {
+  }
+  return "--- the node's journal, containerd (tail)\n" + tail(journal.out + journal.err, 5000) +
+         "\n--- the node's console (tail)\n" + tail(console, 2000);
+}
+
+}  // namespace specshim::e2e
