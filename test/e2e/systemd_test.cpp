@@ -207,6 +207,34 @@ TEST_CASE("systemd node: attach survives a daemon-reload, and detach takes the d
   CHECK(mknod_result(n, pod.container, 1, 11) == "denied");
 }
 
+TEST_CASE("systemd node: an attach whose DeviceAllow= fails is undone: program, node and record as before") {
+  SystemdNode n;
+  make_devices(n);
+  n.write_config(node_config());
+  RunningPod pod(n, "undo-pod", sleeper("main"));
+  INFO(n.diagnostics());
+  const std::string unit = unit_of(pod.container);
+  const std::string allowed_before = n.device_allow(unit);
+  // systemd refuses the property (a policy, a bus that went away): the
+  // systemctl attach finds first on its PATH says so.
+  specshim::test::write_file(n.share() / "failbin/systemctl",
+                             "#!/bin/sh\necho 'Failed to set unit properties: Access denied' >&2\nexit 1\n", 0755);
+  auto attach =
+      n.exec({"env", "PATH=/specshim-test/failbin:/usr/sbin:/usr/bin:/sbin:/bin", "specshim", "attach", "--root",
+              "/run/containerd/runc/k8s.io", pod.container, "--device", std::string(kAccel) + ":/dev/accel0:rw"});
+  INFO("attach: " << attach.out << attach.err);
+  CHECK(attach.exit_code != 0);
+  CHECK_THAT(attach.err, Catch::Contains("systemctl set-property `" + unit + "`") && Catch::Contains("Access denied"));
+  // The program attach had replaced is back, the node and the record gone.
+  CHECK(n.device_allow(unit) == allowed_before);
+  CHECK(mknod_result(n, pod.container, 1, 11) == "denied");
+  CHECK(n.cri()
+            .exec_sync(pod.container, {"/bin/sh", "-c", "test -e /dev/accel0 && echo present || echo gone"})
+            .stdout() == "gone\n");
+  CHECK_FALSE(fs::exists(
+      n.in_node("/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + pod.container + "/specshim-attached.json")));
+}
+
 TEST_CASE("systemd node: reconcile moves a device between two containers, and a daemon-reload keeps that state",
           "[hotplug]") {
   SystemdNode n;
