@@ -99,11 +99,13 @@ Query query(int cgroup_fd, const sfs::path& dir, std::uint32_t query_flags = 0) 
   }
 }
 
-fs::Fd open_program(std::uint32_t id) {
+// open_program opens a loaded program by id; of_what follows the id in the
+// error ("of cgroup `…`").
+fs::Fd open_program(std::uint32_t id, const std::string& of_what = "") {
   bpf_attr attr{};
   attr.prog_id = id;
   long fd = bpf(BPF_PROG_GET_FD_BY_ID, attr);
-  if (fd < 0) throw_errno("open device program " + std::to_string(id));
+  if (fd < 0) throw_errno("open device program " + std::to_string(id) + of_what);
   return fs::Fd(static_cast<int>(fd));
 }
 
@@ -331,19 +333,15 @@ Undo replace_device_program(const sfs::path& cgroup_dir, const std::vector<Devic
   };
   Query before = query(r->cgroup.get(), cgroup_dir);
   std::string where = "cgroup `" + cgroup_dir.string() + "`";
-  const bool systemds = leave_systemd && !before.ids.empty();
+  const bool any_attached = !before.ids.empty();
   before.ids = ours(before);
-  if (systemds && before.ids.empty()) return [] {};  // systemd's alone: DeviceAllow= rebuilds it
+  if (any_attached && before.ids.empty()) return [] {};  // systemd's alone: DeviceAllow= rebuilds it
   if (before.ids.size() > 1)
     throw Error(where + " has " + std::to_string(before.ids.size()) + " device programs attached (ids " +
                 ids_text(before.ids) + (leave_systemd ? ", besides systemd's" : "") +
                 "): not replacing one of them, the others would still deny");
   if (!before.ids.empty()) {
-    bpf_attr attr{};
-    attr.prog_id = before.ids[0];
-    long fd = bpf(BPF_PROG_GET_FD_BY_ID, attr);
-    if (fd < 0) throw_errno("open device program " + std::to_string(before.ids[0]) + " of " + where);
-    r->old_prog = fs::Fd(static_cast<int>(fd));
+    r->old_prog = open_program(before.ids[0], " of " + where);
     r->flags = before.flags;
   } else {
     r->flags = BPF_F_ALLOW_MULTI;
