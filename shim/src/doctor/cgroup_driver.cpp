@@ -44,8 +44,7 @@ std::vector<std::string> handlers_of_this_binary(const Scan& scan) {
   std::vector<std::string> out;
   for (const auto& f : scan.found) {
     const Runtime& r = f.runtime;
-    if (!f.loaded || r.binary.empty() || fs::path(r.binary).is_relative()) continue;
-    if (!same_file(scan.host.path(r.binary), scan.self)) continue;
+    if (!f.loaded || fs::path(r.binary).is_relative() || !scan.this_binary(r)) continue;
     if (std::find(out.begin(), out.end(), r.name) == out.end()) out.push_back(r.name);
   }
   return out;

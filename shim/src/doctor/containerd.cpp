@@ -20,11 +20,15 @@ namespace specshim::shim::doctor {
 
 namespace containerd_files {
 
+bool Scan::this_binary(const Runtime& r) const {
+  return !r.binary.empty() && same_file(host.path(r.binary), self);
+}
+
 void Scan::runtime(const fs::path& file, const Runtime& r) {
   std::string where = file.string() + ": runtime `" + r.name + "`";
   bool named = r.name.find("specshim") != std::string::npos ||
                fs::path(r.binary).filename().string().find("specshim") != std::string::npos;
-  bool ours = !r.binary.empty() && same_file(host.path(r.binary), self);
+  bool ours = this_binary(r);
   if (!named && !ours) return;
   if (r.binary.empty()) {
     check.add(Severity::fail, where + " has no options.BinaryName: containerd runs plain runc");

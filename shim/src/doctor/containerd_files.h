@@ -60,6 +60,8 @@ struct Scan {
 
   // runtime judges one runtime that is specshim's by name or BinaryName.
   void runtime(const fs::path& file, const Runtime& r);
+  // this_binary: r's BinaryName is this binary (the same file on the host).
+  bool this_binary(const Runtime& r) const;
   // cri_cdi reads enable_cdi and cdi_spec_dirs of one file.
   static void cri_cdi(config::Section& root, File& f);
   // file scans one config and returns the imports it names, as host paths.
