@@ -35,10 +35,6 @@ std::string search_path() {
   return tier().bin.string() + ":" + kPath;
 }
 
-std::string tail(const std::string& s, std::size_t bytes) {
-  return s.size() <= bytes ? s : "..." + s.substr(s.size() - bytes);
-}
-
 // The shipped snippet for the tier's containerd with its one BinaryName line
 // pointed at the built binary.
 std::string handler_snippet() {
@@ -130,6 +126,30 @@ bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds dea
     std::this_thread::sleep_for(step);
   }
   return true;
+}
+
+std::string tail(const std::string& s, std::size_t bytes) {
+  return s.size() <= bytes ? s : "..." + s.substr(s.size() - bytes);
+}
+
+std::unique_ptr<CriClient> cri_when_ready(const std::string& socket, std::chrono::milliseconds deadline,
+                                          const std::function<bool()>& up) {
+  std::unique_ptr<CriClient> cri;
+  bool ready = poll_until(
+      [&] {
+        if (!up()) return true;
+        if (!fs::exists(socket)) return false;
+        try {
+          cri = std::make_unique<CriClient>(socket);
+          cri->version(1s);
+          return true;
+        } catch (const RpcError&) {
+          return false;
+        }
+      },
+      deadline, 50ms);
+  if (!ready || !up()) cri.reset();
+  return cri;
 }
 
 Containerd::Containerd(Setup setup) : setup_(std::move(setup)), cgroup_root_(cgroup_root_of(tmp_.path())) {
@@ -279,23 +299,9 @@ void Containerd::start() {
     ::_exit(127);
   }
   test::write_file(dir() / "containerd.pid", std::to_string(pid_));
-  // A channel that tried before containerd served keeps backing off; each
-  // attempt gets a fresh one.
-  bool ready = poll_until(
-      [&] {
-        if (!alive()) return true;
-        if (!fs::exists(socket())) return false;
-        try {
-          cri_ = std::make_unique<CriClient>(socket());
-          cri_->version(1s);
-          return true;
-        } catch (const RpcError&) {
-          return false;
-        }
-      },
-      30s, 50ms);
+  cri_ = cri_when_ready(socket(), 30s, [&] { return alive(); });
   if (!alive()) throw std::runtime_error("containerd exited during start-up\n" + diagnostics());
-  if (!ready) throw std::runtime_error("containerd's CRI did not answer within 30s\n" + diagnostics());
+  if (!cri_) throw std::runtime_error("containerd's CRI did not answer within 30s\n" + diagnostics());
 }
 
 void Containerd::import_image() {

@@ -79,6 +79,16 @@ inline constexpr const char* kCtrNamespace = "specshim-e2e";  // ctr's container
 bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds deadline,
                 std::chrono::milliseconds step = std::chrono::milliseconds(20));
 
+// tail: the last `bytes` of s, with "..." before them when cut (for failure
+// messages).
+std::string tail(const std::string& s, std::size_t bytes);
+
+// cri_when_ready: a CRI client of `socket` once Version answers, each try on
+// a fresh channel (one that tried before the server listened keeps backing
+// off); nullptr when `up` turns false or `deadline` passes first.
+std::unique_ptr<CriClient> cri_when_ready(const std::string& socket, std::chrono::milliseconds deadline,
+                                          const std::function<bool()>& up);
+
 // Containerd owns everything of one containerd instance under dir():
 // root/, state/, containerd.sock, config.toml, containerd.log, and for
 // specshim: specshim.toml (its SPECSHIM_CONFIG), specshim.log (its debug

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "systemd_node.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "containerd_harness.h"
+#include "harness_cleanup.h"
 #include "runtimes.h"
 
 namespace specshim::e2e {
@@ -17,10 +19,6 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string kNodeScript = E2E_SOURCE_DIR "/test/e2e/systemd-node/node.sh";
-
-std::string tail(const std::string& s, std::size_t n) {
-  return s.size() > n ? "..." + s.substr(s.size() - n) : s;
-}
 
 }  // namespace
 
@@ -36,11 +34,9 @@ SystemdNode::SystemdNode() {
   fs::copy_file(E2E_IMAGE_TAR, share() / "busybox-oci.tar");
   auto booted = test::run_process(
       {"/bin/bash", kNodeScript, "boot", dir_.path().string(), E2E_BUILD_DIR, share().string()}, {}, 600000);
-  std::string pid_text;
   try {
-    pid_text = test::read_file(dir_.path() / "pid");
-    pid_ = std::stoi(pid_text);
-  } catch (const std::exception&) {
+    pid_ = std::stoi(read_or_empty(dir_.path() / "pid"));
+  } catch (const std::exception&) {  // no pid: the boot failed before systemd started
   }
   if (booted.exit_code != 0) {
     stop();
@@ -57,18 +53,10 @@ SystemdNode::SystemdNode() {
                                  : test::runtime_binary(delegate_name(), "systemd node").string();
     test::write_file(in_node("/etc/specshim-node/runc"), runc + "\n");
     installed_ = exec_ok({"/usr/libexec/specshim/install-on-host.sh", "--host-root", "/"}, 120000);
-    cri_ = std::make_unique<CriClient>(in_node("/run/containerd/containerd.sock").string());
-    if (!poll_until(
-            [&] {
-              try {
-                cri_->version(1s);
-                return true;
-              } catch (const std::exception&) {
-                return false;
-              }
-            },
-            60s))
-      throw std::runtime_error("containerd's CRI does not answer");
+    // install-on-host.sh restarted containerd; its socket may not be there yet.
+    cri_ =
+        cri_when_ready(in_node("/run/containerd/containerd.sock").string(), 60s, [&] { return ::kill(pid_, 0) == 0; });
+    if (!cri_) throw std::runtime_error("containerd's CRI does not answer within 60s");
     exec_ok({"ctr", "--namespace", "k8s.io", "images", "import", std::string(kShare) + "/busybox-oci.tar"}, 120000);
     if (!poll_until([&] { return cri_->image_present(kImage); }, 30s))
       throw std::runtime_error("CRI does not list the imported image");
@@ -141,11 +129,7 @@ cri::PodSandboxConfig SystemdNode::pod_config(const std::string& name) const {
 
 std::string SystemdNode::diagnostics() const {
   auto journal = exec({"journalctl", "--no-pager", "-n", "60", "-u", "containerd"}, 20000);
-  std::string console;
-  try {
-    console = test::read_file(dir_.path() / "console");
-  } catch (const std::exception&) {
-  }
+  const std::string console = read_or_empty(dir_.path() / "console");
   return "--- the node's journal, containerd (tail)\n" + tail(journal.out + journal.err, 5000) +
          "\n--- the node's console (tail)\n" + tail(console, 2000);
 }

@@ -69,6 +69,17 @@ constexpr const char* kDevicePlugin =
     "\n[device-plugin]\nenabled = true\nkubelet-root = \"/specshim-test/kubelet\"\n\n"
     "[[device-plugin.resources]]\nname = \"nvidia.com/gpu\"\nproviders = [\"kubelet\"]\n";
 
+// run_verb runs `specshim VERB --root <containerd's runc root> ARGS...` in
+// the node, with `path` as PATH when given.
+specshim::test::ProcessResult run_verb(const SystemdNode& n, const std::string& verb,
+                                       const std::vector<std::string>& args, const std::string& path = "") {
+  std::vector<std::string> argv;
+  if (!path.empty()) argv = {"env", "PATH=" + path};
+  argv.insert(argv.end(), {"specshim", verb, "--root", "/run/containerd/runc/k8s.io"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return n.exec(argv);
+}
+
 // A running CRI pod of one container on the node, removed at scope exit.
 struct RunningPod {
   RunningPod(SystemdNode& n, const std::string& name, const cri::ContainerConfig& cfg) : n(n) {
@@ -162,7 +173,7 @@ TEST_CASE(
                           .dump(),
                       n.share());
   RunningPod pod(n, name, cfg);
-  const auto diagnosed = n.exec({"specshim", "diagnose", "--root", "/run/containerd/runc/k8s.io", pod.container});
+  const auto diagnosed = run_verb(n, "diagnose", {pod.container});
   INFO(n.diagnostics() << "\n--- specshim diagnose\n" << diagnosed.out << diagnosed.err);
   const std::string unit = unit_of(pod.container);
   const std::string allow = n.device_allow(unit);
@@ -187,8 +198,7 @@ TEST_CASE("systemd node: attach survives a daemon-reload, and detach takes the d
   const std::string unit = unit_of(pod.container);
   REQUIRE(mknod_result(n, pod.container, 1, 11) == "denied");
 
-  auto attach = n.exec({"specshim", "attach", "--root", "/run/containerd/runc/k8s.io", pod.container, "--device",
-                        std::string(kAccel) + ":/dev/accel0:rw"});
+  auto attach = run_verb(n, "attach", {pod.container, "--device", std::string(kAccel) + ":/dev/accel0:rw"});
   INFO("attach: " << attach.out << attach.err);
   REQUIRE(attach.exit_code == 0);
   CHECK(allows(n.device_allow(unit), "/dev/char/1:11 rw"));
@@ -197,8 +207,7 @@ TEST_CASE("systemd node: attach survives a daemon-reload, and detach takes the d
   CHECK(open_result(n, pod.container, "/dev/accel0") == "opens");
   CHECK(mknod_result(n, pod.container, 1, 11) == "opens");
 
-  auto detach =
-      n.exec({"specshim", "detach", "--root", "/run/containerd/runc/k8s.io", pod.container, "--device", "/dev/accel0"});
+  auto detach = run_verb(n, "detach", {pod.container, "--device", "/dev/accel0"});
   INFO("detach: " << detach.out << detach.err);
   REQUIRE(detach.exit_code == 0);
   CHECK_FALSE(mentions(n.device_allow(unit), "/dev/char/1:11"));
@@ -219,9 +228,8 @@ TEST_CASE("systemd node: an attach whose DeviceAllow= fails is undone: program, 
   // systemctl attach finds first on its PATH says so.
   specshim::test::write_file(n.share() / "failbin/systemctl",
                              "#!/bin/sh\necho 'Failed to set unit properties: Access denied' >&2\nexit 1\n", 0755);
-  auto attach =
-      n.exec({"env", "PATH=/specshim-test/failbin:/usr/sbin:/usr/bin:/sbin:/bin", "specshim", "attach", "--root",
-              "/run/containerd/runc/k8s.io", pod.container, "--device", std::string(kAccel) + ":/dev/accel0:rw"});
+  auto attach = run_verb(n, "attach", {pod.container, "--device", std::string(kAccel) + ":/dev/accel0:rw"},
+                         "/specshim-test/failbin:/usr/sbin:/usr/bin:/sbin:/bin");
   INFO("attach: " << attach.out << attach.err);
   CHECK(attach.exit_code != 0);
   CHECK_THAT(attach.err, Catch::Contains("systemctl set-property `" + unit + "`") && Catch::Contains("Access denied"));
@@ -256,7 +264,7 @@ TEST_CASE("systemd node: reconcile moves a device between two containers, and a 
   CHECK(mknod_result(n, b.container, 10, 229) == "denied");
 
   wants("reconcile-b");
-  auto r = n.exec({"specshim", "reconcile", "--root", "/run/containerd/runc/k8s.io"});
+  auto r = run_verb(n, "reconcile", {});
   INFO("reconcile: " << r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("container `" + a.container + "`: detached /dev/nvidia0 (c 10:229)") &&
@@ -297,8 +305,7 @@ ops = [
   REQUIRE(open_result(n, pod.container, "/dev/accel0") == "opens");
   REQUIRE_FALSE(mentions(n.device_allow(unit), "/dev/char/1:11"));
 
-  auto d = n.exec(
-      {"specshim", "diagnose", "--root", "/run/containerd/runc/k8s.io", pod.container, "--device", "/dev/accel0"});
+  auto d = run_verb(n, "diagnose", {pod.container, "--device", "/dev/accel0"});
   INFO("diagnose: " << d.out << d.err);
   CHECK(d.exit_code == 1);
   CHECK_THAT(d.out, Catch::Contains("DeviceAllow= of `" + unit + "` does not allow c 1:11 rw"));
@@ -320,8 +327,7 @@ TEST_CASE(
   INFO(n.diagnostics());
   const std::string unit = unit_of(pod.container);
   REQUIRE(open_result(n, pod.container, "/dev/unheld0") == "opens");
-  auto d = n.exec(
-      {"specshim", "diagnose", "--root", "/run/containerd/runc/k8s.io", pod.container, "--device", "/dev/unheld0"});
+  auto d = run_verb(n, "diagnose", {pod.container, "--device", "/dev/unheld0"});
   INFO("diagnose: " << d.out << d.err);
   if (delegate_name() == std::string("runc-1.1")) {
     // runc 1.1.5 gives systemd a device only when /dev/char/240:0 or
