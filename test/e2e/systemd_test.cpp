@@ -147,6 +147,10 @@ TEST_CASE(
     "systemd node: a CRI pod's CDI device and kubelet-granted GPU are in its scope's DeviceAllow= and open "
     "after a daemon-reload") {
   SystemdNode n;
+  // The installer, run with --host-root /, checked the changed config with
+  // the node's own containerd before restarting it.
+  CHECK_THAT(n.installed(), Catch::Contains("the node's containerd reads the changed configuration (chroot / "
+                                            "containerd --config /etc/containerd/config.toml config dump)"));
   make_devices(n);
   write_cdi(n);
   n.write_config(node_config(kDevicePlugin));
