@@ -3,12 +3,11 @@
 // container (docs/nri.md, "passwd without a rootfs"). The runtime runs it
 // with the container's state on stdin once the bundle and rootfs exist; it
 // fills the passwd and group copies the plugin mounted (passwd_copies.h).
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 
 #include "argv.h"
+#include "hook_state.h"
 #include "specshim/base/error.h"
 #include "specshim/modifiers/config_file.h"
 #include "specshim/modifiers/create.h"
@@ -17,24 +16,6 @@
 #include "verbs.h"
 
 namespace specshim::shim {
-namespace {
-
-constexpr std::size_t kMaxStateBytes = 1 << 20;
-
-std::string read_stdin() {
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(0, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("read the container's state from stdin");
-    if (n == 0) return text;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxStateBytes) throw Error("the container's state on stdin is over 1 MiB");
-  }
-}
-
-}  // namespace
 
 int nri_hook_main(const std::vector<std::string>& argv) {
   VerbCli cli(
@@ -48,10 +29,9 @@ int nri_hook_main(const std::vector<std::string>& argv) {
   if (int rc = cli.parse(argv); rc >= 0) return rc;
   std::string id = "?";
   try {
-    Json state = parse_json(read_stdin(), "parse the container's state on stdin");
-    id = state.value("id", "");
-    std::string bundle = state.value("bundle", "");
-    if (bundle.empty() || bundle[0] != '/') throw Error("the state's bundle `" + bundle + "` is not an absolute path");
+    HookState state = read_hook_state();
+    id = state.id;
+    const std::string& bundle = state.bundle;
     NriSettings plugin;  // the plugin that added the hook: its state dir
     plugin.state_dir = state_dir;
     std::filesystem::path copies = plugin.container_dir(id);

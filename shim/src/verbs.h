@@ -47,6 +47,12 @@ int diagnose_main(const std::vector<std::string>& argv);
 // createRuntime hook specshim-nri adds (shim/src/nri_hook.cpp, docs/nri.md).
 int nri_hook_main(const std::vector<std::string>& argv);
 
+// runs_as_legacy_hook tells whether specshim was exec'd under a vendor's
+// hook name (argv[0]'s last component: nvidia-container-runtime-hook);
+// legacy_hook_main is then the stand-in hook (shim/src/legacy_hook.cpp).
+bool runs_as_legacy_hook(std::string_view argv0);
+int legacy_hook_main(const std::vector<std::string>& argv);
+
 // containerd_main: specshim containerd configure|unconfigure|check [options], the node
 // installer's logic (shim/src/containerd/, docs/deploying.md), as the program
 // specshim-containerd runs it. containerd_forward_main is specshim's verb

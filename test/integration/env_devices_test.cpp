@@ -425,3 +425,68 @@ TEST_CASE("env-devices: a nested runtime that sees 2 of 3 GPU nodes gets those 2
   REQUIRE(refused.exit_code == 1);
   REQUIRE_THAT(Shim::log(host_scope), Contains(host.gpu_nodes[1].string()));
 }
+
+namespace {
+
+// docker_gpus_bundle is a container of a dev box's dockerd asked for `--gpus`
+// (moby's daemon/nvidia_linux.go): the request in NVIDIA_VISIBLE_DEVICES and
+// NVIDIA's prestart hook, found on dockerd's PATH: here specshim's stand-in,
+// a link named nvidia-container-runtime-hook as the package installs it.
+BusyboxBundle docker_gpus_bundle(const Host& host, const std::string& list, const std::string& dir) {
+  fs::path hook_dir = host.tmp / "libexec-docker";
+  fs::create_directories(hook_dir);
+  if (!fs::is_symlink(hook_dir / "nvidia-container-runtime-hook"))
+    fs::create_symlink(SPECSHIM_BINARY, hook_dir / "nvidia-container-runtime-hook");
+  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=" + list, "NVIDIA_DRIVER_CAPABILITIES=utility"},
+                                   dir, Json::object());
+  b.spec()["hooks"]["prestart"] = Json::array(
+      {{{"path", (hook_dir / "nvidia-container-runtime-hook").string()},
+        {"args", {"nvidia-container-runtime-hook", "prestart"}},
+        {"env", {"PATH=" + hook_dir.string() + ":/usr/sbin:/usr/bin"}}}});
+  b.save();
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("env-devices: docker --gpus device=1 in a dev box gets the second GPU it sees; NVIDIA's hook is removed") {
+  Host host({1});
+  BusyboxBundle b = docker_gpus_bundle(host, "1", "bundle");
+  REQUIRE(run_probe(host, b, host.config() + "scope = \"visible\"\n") ==
+          "nvidia0 absent\nnvidia1 absent\nnvidia2 1:b open\nnvidiactl 1:3 open\n"
+          "nodes: nvidia2 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n");
+  Json spec = Json::parse(read_file(b.dir() / "config.json"));
+  REQUIRE(spec["hooks"]["prestart"] == Json::array());
+}
+
+TEST_CASE("env-devices: specshim's stand-in hook refuses a --gpus container no specshim chain gave its GPUs") {
+  Host host({1});
+  // Plain runc, as `docker run --runtime runc --gpus all` would run it: runc
+  // runs the hook, which names the request and what to do.
+  BusyboxBundle b = docker_gpus_bundle(host, "all", "plain-runc");
+  TempDir root;
+  auto plain = run_process({"/usr/sbin/runc", "--root", root.path().string(), "run", "--bundle", b.dir().string(),
+                            unique_id("it-envdev-plain")});
+  INFO(plain.out << plain.err);
+  REQUIRE(plain.exit_code != 0);
+  REQUIRE_THAT(plain.err, Contains("specshim (installed as nvidia-container-runtime-hook): container it-envdev-plain"));
+  REQUIRE_THAT(plain.err, Contains("asks for devices with NVIDIA_VISIBLE_DEVICES=all (docker --gpus), and nothing "
+                                   "gave them"));
+  REQUIRE(plain.out.find("nvidia0") == std::string::npos);  // the probe never ran
+
+  // specshim without an [[env-devices]] entry for the variable leaves the
+  // hook, which refuses the same way: no container without its GPUs.
+  BusyboxBundle unowned = docker_gpus_bundle(host, "all", "unowned");
+  Shim shim(host.tmp.path(), "[chain]\norder = [\"cdi\", \"devices-cgroup\"]\n");
+  auto r = shim.run(unowned, unique_id("it-envdev-unowned"));
+  INFO(r.err << Shim::log(unowned));
+  REQUIRE(r.exit_code != 0);
+  REQUIRE_THAT(Shim::log(unowned), Contains("and nothing gave them"));
+
+  // `--gpus 0` (NVIDIA_VISIBLE_DEVICES=void) asks for nothing: the stand-in passes.
+  BusyboxBundle none = docker_gpus_bundle(host, "void", "none");
+  auto passed = run_process({"/usr/sbin/runc", "--root", root.path().string(), "run", "--bundle",
+                             none.dir().string(), unique_id("it-envdev-void")});
+  INFO(passed.err);
+  REQUIRE(passed.exit_code == 0);
+}

@@ -45,7 +45,42 @@ void set_only(const std::string& env, const std::optional<std::string>& value, S
   changes.push_back(value ? "set " + prefix + *value : "removed " + env);
 }
 
+// kHookLists: every hook list of the runtime spec.
+constexpr std::string_view kHookLists[] = {"prestart",       "createRuntime", "createContainer",
+                                           "startContainer", "poststart",     "poststop"};
+
+// legacy names the hook's program when it is one of names.
+std::optional<std::string_view> legacy(const Json& hook, const std::vector<std::string_view>& names) {
+  if (!hook.is_object() || !hook.contains("path") || !hook["path"].is_string()) return std::nullopt;
+  std::string_view path = hook["path"].get_ref<const std::string&>();
+  std::string_view base = path.substr(path.rfind('/') + 1);
+  for (auto name : names)
+    if (base == name) return name;
+  return std::nullopt;
+}
+
 }  // namespace
+
+void drop_legacy_hooks(const Entry& e, Spec& spec, std::vector<std::string>& changes) {
+  const auto& names = vendor_of(e.env).legacy_hooks;
+  if (names.empty()) return;
+  for (std::string_view list : kHookLists) {
+    const Json* hooks = spec.find({"hooks", list});
+    if (!hooks || !hooks->is_array() ||
+        std::none_of(hooks->begin(), hooks->end(), [&](const Json& h) { return legacy(h, names).has_value(); }))
+      continue;
+    Json& edit = spec.array_at({"hooks", list});
+    for (auto it = edit.begin(); it != edit.end();) {
+      if (auto name = legacy(*it, names)) {
+        changes.push_back("removed the " + std::string(list) + " hook " + std::string(*name) + " (it reads " + e.env +
+                          " itself; its devices come through cdi)");
+        it = edit.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
 
 void make_inert(const Entry& e, Spec& spec, std::vector<std::string>& changes) {
   drop_markers(e, spec, changes);

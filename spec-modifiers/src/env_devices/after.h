@@ -25,4 +25,11 @@ void make_inert(const Entry& e, Spec& spec, std::vector<std::string>& changes);
 // the grant. A request within its grant keeps its own value.
 void keep_within(const Entry& e, const DeviceRequest& req, Spec& spec, std::vector<std::string>& changes);
 
+// drop_legacy_hooks removes the vendor's own hooks (Vendor::legacy_hooks,
+// by a hook path's last component, from every hook list): such a hook reads
+// the variable and injects devices itself, around the grant; once
+// env-devices owns the variable its devices come through cdi. dockerd's
+// `--gpus` adds NVIDIA's prestart hook (docs/env-devices.md, "Docker's --gpus").
+void drop_legacy_hooks(const Entry& e, Spec& spec, std::vector<std::string>& changes);
+
 }  // namespace specshim::env_devices

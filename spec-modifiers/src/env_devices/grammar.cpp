@@ -120,6 +120,9 @@ std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::stri
 // kVendors: the variables whose runtime specshim knows.
 //   NVIDIA: its runtime appends NVIDIA_VISIBLE_DEVICES=void once the devices
 //   are in (research: envvar.md), so a later runtime does nothing more.
+//   dockerd's `--gpus` sets it and adds NVIDIA's prestart hook, found on
+//   dockerd's PATH as nvidia-container-runtime-hook (nvidia-container-toolkit
+//   is its older name, still a link to it).
 //   Ascend: tools inside the container read ASCEND_VISIBLE_DEVICES as the
 //   physical ids of the NPUs they see (vLLM-Ascend maps its device i to
 //   int(ids[i]) and stops on an empty value): `void` would break them, so it
@@ -127,15 +130,25 @@ std::optional<std::string> value_of(Grammar grammar, const Spec& spec, std::stri
 //   resources are named per chip: huawei.com/Ascend910, Ascend310P, and
 //   vNPU templates such as Ascend910-16c.
 const std::vector<Vendor> kVendors = {
-    {"NVIDIA_VISIBLE_DEVICES", Grammar::nvidia, After::void_value, {}},
-    {"ASCEND_VISIBLE_DEVICES", Grammar::ascend, After::keep, {"huawei.com/Ascend*"}},
+    {"NVIDIA_VISIBLE_DEVICES",
+     Grammar::nvidia,
+     After::void_value,
+     {},
+     {"nvidia-container-runtime-hook", "nvidia-container-toolkit"}},
+    {"ASCEND_VISIBLE_DEVICES", Grammar::ascend, After::keep, {"huawei.com/Ascend*"}, {}},
 };
 
 const Vendor& vendor_of(std::string_view env) {
-  static const Vendor other{"", Grammar::nvidia, After::void_value, {}};
+  static const Vendor other{"", Grammar::nvidia, After::void_value, {}, {}};
   for (const auto& v : kVendors)
     if (v.env == env) return v;
   return other;
+}
+
+const Vendor* legacy_hook_vendor(std::string_view name) {
+  for (const auto& v : kVendors)
+    if (std::find(v.legacy_hooks.begin(), v.legacy_hooks.end(), name) != v.legacy_hooks.end()) return &v;
+  return nullptr;
 }
 
 std::string qualify(std::string_view kind, std::string_view item, std::string* why) {

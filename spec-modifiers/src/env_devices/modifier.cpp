@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The env-devices modifier (see specshim/modifiers/env_devices.h, docs/env-devices.md):
 // each entry's request decided once (decision.h), handed to cdi as a
-// DeviceRequest in every pass, the variable then made inert (after.h).
+// DeviceRequest in every pass, the variable then made inert and the
+// vendor's own hook removed (after.h).
 #include "env_devices/modifier.h"
 
 #include "env_devices/after.h"
@@ -63,6 +64,7 @@ void EnvDevices::apply(Spec& spec, Context& ctx) {
       keep_within(*e, req, spec, changes_);
   }
   for (const Entry* e : inert_) make_inert(*e, spec, changes_);
+  for (const Entry& e : entries_) drop_legacy_hooks(e, spec, changes_);
 }
 
 }  // namespace specshim::env_devices

@@ -118,9 +118,19 @@ struct Vendor {
   Grammar grammar;
   After after;
   std::vector<std::string> resources;  // default `resources`; empty: the entry's kind
+  // legacy_hooks: the names (a hook path's last component) of the vendor's
+  // own OCI hook, which reads the variable and injects the devices itself.
+  // dockerd's `--gpus` adds NVIDIA's as a prestart hook. Once env-devices owns
+  // the variable, the hook is removed from the spec (its devices come
+  // through cdi); specshim installed under such a name is a stand-in that
+  // fails a create whose request reached it (legacy_hook.h).
+  std::vector<std::string_view> legacy_hooks;
 };
 extern const std::vector<Vendor> kVendors;
 const Vendor& vendor_of(std::string_view env);
+
+// legacy_hook_vendor is the vendor whose legacy_hooks lists name, or nullptr.
+const Vendor* legacy_hook_vendor(std::string_view name);
 
 // read_entries reads every [[env-devices]] entry strictly, with kubelet's
 // ([kubelet]) root and budget for the entries that set no kubelet-root.
