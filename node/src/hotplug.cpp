@@ -61,13 +61,27 @@ std::vector<std::string> strings_field(const Node& v, const std::string& at) {
   return out;
 }
 
+std::string decode_docker(const Node& n, const std::string& where) {
+  if (n.type != Node::Type::mapping) cdi::fail(n.line, where, "want {name}");
+  std::string name;
+  cdi::for_fields(n, where, {"name"}, [&](std::string_view, const Node& v, const std::string& at) {
+    name = text_field(v, at);
+    if (!docker::is_name(name))
+      cdi::fail(v.line, at, q(name) + " is not a name dockerd gives ([a-zA-Z0-9][a-zA-Z0-9_.-]*)");
+  });
+  if (name.empty()) cdi::fail(n.line, where, "missing `name`");
+  return name;
+}
+
 Entry decode_entry(const Node& n, const std::string& where) {
   Entry e;
   e.line = n.line;
-  cdi::for_fields(n, where, {"pod", "id", "devices", "cdi", "gpus", "shared"},
+  cdi::for_fields(n, where, {"pod", "id", "docker", "devices", "cdi", "gpus", "shared"},
                   [&](std::string_view f, const Node& v, const std::string& at) {
                     if (f == "pod") {
                       e.pod = decode_pod(v, at);
+                    } else if (f == "docker") {
+                      e.docker = decode_docker(v, at);
                     } else if (f == "id") {
                       e.id = text_field(v, at);
                     } else if (f == "devices") {
@@ -93,8 +107,9 @@ Entry decode_entry(const Node& n, const std::string& where) {
                       e.shared = cdi::get_bool(v, at);
                     }
                   });
-  if (e.pod && !e.id.empty()) cdi::fail(n.line, where, "give `pod` or `id`, not both");
-  if (!e.pod && e.id.empty()) cdi::fail(n.line, where, "missing `pod` or `id`: which container is this for?");
+  int selectors = (e.pod ? 1 : 0) + (e.id.empty() ? 0 : 1) + (e.docker.empty() ? 0 : 1);
+  if (selectors > 1) cdi::fail(n.line, where, "give one of `pod`, `id` and `docker`");
+  if (selectors == 0) cdi::fail(n.line, where, "missing `pod`, `id` or `docker`: which container is this for?");
   return e;
 }
 
@@ -198,40 +213,11 @@ GrantedDevice device_of(const DeviceArg& a, const std::string& key) {
                        h.minor, a.permissions, h.mode & 0777, st.st_uid, st.st_gid};
 }
 
-// ---- [hotplug] ----
-
-bool kubelet_configured(config::Section& root) {
-  auto on = [&](std::string_view table) {
-    auto t = root.table(table);
-    return t && t->kind("enabled") == config::Kind::boolean && t->boolean("enabled") == true;
-  };
-  auto kubelet = root.table("kubelet");
-  return (kubelet && kubelet->has("root")) || on("device-plugin") || on("cpuset") || root.has("env-devices");
-}
-
-Config read_config(config::Section& s, bool kubelet) {
-  Config c;
-  c.bound = kubelet ? Bound::pod_allocation : Bound::none;
-  c.enabled = s.boolean("enabled").value_or(false);
-  c.desired = s.string("desired").value_or(kDefaultDesired);
-  c.proc = s.string("proc").value_or("/proc");
-  if (auto b = s.string("bound")) {
-    if (*b == "pod-allocation")
-      c.bound = Bound::pod_allocation;
-    else if (*b == "none")
-      c.bound = Bound::none;
-    else
-      s.fail("bound", "must be \"none\" or \"pod-allocation\", got `" + *b + "`");
-  }
-  for (auto [key, value] : {std::pair{"desired", &c.desired}, {"proc", &c.proc}})
-    if (value->empty() || (*value)[0] != '/') s.fail(key, "must be an absolute path");
-  return c;
-}
-
 // ---- entries ----
 
 std::string Entry::who() const {
   if (pod) return "pod " + q(pod->ns + "/" + pod->name) + " container " + q(pod->container);
+  if (!docker.empty()) return "docker container " + q(docker);
   return "container " + q(id);
 }
 
@@ -266,7 +252,9 @@ std::vector<std::string> Entry::keys() const {
   return out;
 }
 
-bool Entry::selects(const std::string& container_id, const pod_identity::Identity& identity) const {
+bool Entry::selects(const std::string& container_id, const pod_identity::Identity& identity,
+                    const std::string& docker_name) const {
+  if (!docker.empty()) return docker == docker_name;
   if (!pod) return id == container_id;
   return identity.cri && identity.pod.ns == pod->ns && identity.pod.name == pod->name &&
          identity.container == pod->container;
@@ -289,10 +277,12 @@ Desired parse_desired(std::string_view text, const std::string& file) {
     });
     // Each container once, found by a map of the first entry for each, not
     // by comparing every entry with every earlier one.
-    using Who = std::tuple<bool, std::string_view, std::string_view, std::string_view, std::string_view>;
+    using Who = std::tuple<int, std::string_view, std::string_view, std::string_view>;
     std::map<Who, const Entry*> first;
     for (const Entry& b : d.entries) {
-      Who who = b.pod ? Who{true, b.pod->ns, b.pod->name, b.pod->container, b.id} : Who{false, {}, {}, {}, b.id};
+      Who who = b.pod              ? Who{0, b.pod->ns, b.pod->name, b.pod->container}
+                : b.docker.empty() ? Who{1, b.id, {}, {}}
+                                   : Who{2, b.docker, {}, {}};
       auto [it, fresh] = first.emplace(who, &b);
       if (!fresh) cdi::fail(b.line, "", b.who() + " is already listed at line " + std::to_string(it->second->line));
     }
@@ -331,10 +321,20 @@ std::optional<Desired> read_desired(const std::filesystem::path& file) {
   return parse_desired(fs::read_regular_file(file, kMaxDesiredBytes), file.string());
 }
 
-const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity) {
+bool Desired::names_docker() const {
+  return std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return !e.docker.empty(); });
+}
+
+std::string docker_name_of(const Desired& d, const Config& config, const std::string& container_id) {
+  if (!d.names_docker()) return "";
+  return docker::container_name(config.docker_root, container_id).value_or("");
+}
+
+const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity,
+                    const std::string& docker_name) {
   const Entry* found = nullptr;
   for (const auto& e : d.entries) {
-    if (!e.selects(container_id, identity)) continue;
+    if (!e.selects(container_id, identity, docker_name)) continue;
     if (found)
       throw Error(d.where(e) + ": " + e.who() + " and " + found->who() + " (line " + std::to_string(found->line) +
                   ") select the same container; list its devices in one entry");

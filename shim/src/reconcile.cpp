@@ -161,10 +161,17 @@ class Reconciler {
     } catch (const Error&) {
       // A malformed specshim.io/pod, or identity keys that disagree, select by id only.
     }
-    const hotplug::Entry* entry = hotplug::select(d, c.id, identity);
+    std::string docker_name;
+    try {
+      docker_name = hotplug::docker_name_of(d, config_.hotplug, c.id);
+    } catch (const Error& e) {
+      // Its record unread, `docker` entries cannot select it: said, and the pass goes on.
+      std::cerr << "specshim reconcile: container " << q(c.id) << ": " << describe(e) << "\n";
+    }
+    const hotplug::Entry* entry = hotplug::select(d, c.id, identity, docker_name);
     if (entry) matched.insert(entry);
     std::vector<hotplug::Want> wanted = entry ? entry->wants() : std::vector<hotplug::Want>{};
-    std::string who = "container " + q(c.id) + (entry && entry->pod ? " (" + entry->who() + ")" : "");
+    std::string who = "container " + q(c.id) + (entry && entry->id.empty() ? " (" + entry->who() + ")" : "");
     try {
       auto done = reconcile_container(setup_, c, wanted, proc_, bound_.get());
       if (!done) return true;

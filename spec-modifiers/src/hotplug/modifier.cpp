@@ -86,7 +86,13 @@ class Hotplug : public Modifier {
       // A malformed specshim.io/pod selects by id only (device-plugin, when
       // on, refuses it with its own message).
     }
-    const Entry* e = select(*desired, ctx.container_id, identity);
+    std::string docker_name;
+    try {
+      docker_name = docker_name_of(*desired, config_, ctx.container_id);
+    } catch (const Error& err) {
+      log::warn("hotplug: {}; `docker` entries do not select the container", describe(err));
+    }
+    const Entry* e = select(*desired, ctx.container_id, identity, docker_name);
     if (!e) return g;
     g.desired = desired->where(*e);
     std::string what = "desired-state file " + g.desired + ": " + e->who();

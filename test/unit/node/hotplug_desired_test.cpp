@@ -170,9 +170,17 @@ TEST_CASE("hotplug file: refusals name the file, the line and the field") {
       {"containers: []\nextra: 1\n", "line 2: unknown field \"extra\""},
       {"containers:\n  - id: a\n    device: [/dev/x]\n", "line 3: containers[0]: unknown field \"device\""},
       {"containers:\n  - id: a\n    pod: {namespace: ns, name: p, container: c}\n",
-       "line 2: containers[0]: give `pod` or `id`, not both"},
+       "line 2: containers[0]: give one of `pod`, `id` and `docker`"},
+      {"containers:\n  - docker: {name: a}\n    id: b\n", "line 2: containers[0]: give one of `pod`, `id` and `docker`"},
       {"containers:\n  - devices: [/dev/x]\n",
-       "line 2: containers[0]: missing `pod` or `id`: which container is this for?"},
+       "line 2: containers[0]: missing `pod`, `id` or `docker`: which container is this for?"},
+      {"containers:\n  - docker: {}\n", "line 2: containers[0].docker: missing `name`"},
+      {"containers:\n  - docker: gpu-a\n", "line 2: containers[0].docker: want {name}"},
+      {"containers:\n  - docker: {name: /gpu-a}\n",
+       "line 2: containers[0].docker.name: `/gpu-a` is not a name dockerd gives ([a-zA-Z0-9][a-zA-Z0-9_.-]*)"},
+      {"containers:\n  - docker: {name: a, label: x}\n", "line 2: containers[0].docker: unknown field \"label\""},
+      {"containers:\n  - docker: {name: a}\n  - docker: {name: a}\n",
+       "line 3: docker container `a` is already listed at line 2"},
       {"containers:\n  - id: a\n  - pod: {namespace: ns, name: p}\n", "line 3: containers[1].pod: missing `container`"},
       {"containers:\n  - pod: {name: p, container: c}\n", "line 2: containers[0].pod: missing `namespace`"},
       {"containers:\n  - pod: {namespace: ns, name: p, container: c, uid: u}\n",
@@ -425,6 +433,35 @@ TEST_CASE("hotplug config: defaults, and paths must be absolute") {
   CHECK_THAT(described_error([&] { read("[hotplug]\nproc = \"\"\n"); }),
              Contains("`hotplug.proc`: must be an absolute path"));
   CHECK_THAT(described_error([&] { read("[hotplug]\nenable = true\n"); }), Contains("unknown key `hotplug.enable`"));
+  CHECK(c.docker_root == "/var/lib/docker");
+  CHECK(read("[hotplug]\ndocker-root = \"/srv/docker\"\n").docker_root == "/srv/docker");
+  CHECK_THAT(described_error([&] { read("[hotplug]\ndocker-root = \"docker\"\n"); }),
+             Contains("`hotplug.docker-root`: must be an absolute path"));
+}
+
+TEST_CASE("hotplug file: a docker entry selects the container dockerd gave that name, whatever its id") {
+  Desired d = parse(
+      "containers:\n"
+      "  - docker: {name: gpu-a}\n"
+      "    devices: [/dev/nvidia1]\n"
+      "  - id: cafe\n");
+  CHECK(d.names_docker());
+  CHECK_FALSE(parse("containers:\n  - id: cafe\n").names_docker());
+  CHECK(d.entries[0].who() == "docker container `gpu-a`");
+  CHECK(d.entries[0].keys() == std::vector<std::string>{"device /dev/nvidia1:/dev/nvidia1:rwm"});
+  const Entry* e = select(d, "x1", pod_identity::Identity{}, "gpu-a");
+  REQUIRE(e);
+  CHECK(e->line == 2);
+  // Another name, no name (not dockerd's container), or the name as an id or
+  // as a pod's container select nothing.
+  CHECK(select(d, "x1", pod_identity::Identity{}, "gpu-b") == nullptr);
+  CHECK(select(d, "x1", pod_identity::Identity{}) == nullptr);
+  CHECK(select(d, "gpu-a", cri("dev", "box-7", "gpu-a")) == nullptr);
+  // An id entry and a docker entry selecting one container: both lines named.
+  CHECK(error_of<Error>([&] { select(d, "cafe", pod_identity::Identity{}, "gpu-a"); }) ==
+        kFile +
+            ":4: container `cafe` and docker container `gpu-a` (line 2) select the same container; list its "
+            "devices in one entry");
 }
 
 TEST_CASE("hotplug config: bound is pod-allocation by default where a kubelet is configured, else none") {

@@ -16,6 +16,7 @@
 
 #include "specshim/base/config.h"
 #include "specshim/base/device_rules.h"
+#include "specshim/node/docker.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim::hotplug {
@@ -50,6 +51,7 @@ struct Config {
   std::string desired;         // the desired-state file (kDefaultDesired)
   std::string proc = "/proc";  // where <proc>/driver/nvidia/gpus is
   Bound bound = Bound::none;
+  std::string docker_root = docker::kDefaultDataRoot;  // dockerd's data-root, for `docker` entries
 };
 // kubelet_configured tells a config that says the node has a kubelet:
 // [kubelet] root set, or a modifier that asks it on ([device-plugin] or
@@ -95,18 +97,23 @@ struct Want {
 struct Entry {
   int line = 0;
   std::optional<PodSelector> pod;
-  std::string id;  // when pod is unset
+  std::string id;      // a container id, when pod and docker are unset
+  std::string docker;  // a name dockerd gave (`docker: {name: …}`), when pod and id are unset
   std::vector<DeviceArg> devices;
   std::vector<std::string> cdi;   // qualified CDI names
   std::vector<std::string> gpus;  // NVIDIA GPU UUIDs, as written
   bool shared = false;            // its devices may also be wanted by other shared entries
-  // who is "pod `dev/box-7` container `main`" or "container `ID`".
+  // who is "pod `dev/box-7` container `main`", "docker container `gpu-a`"
+  // or "container `ID`".
   std::string who() const;
   // wants are its devices, GPUs and CDI devices, in that order, each in
   // file order; keys() are their keys.
   std::vector<Want> wants() const;
   std::vector<std::string> keys() const;
-  bool selects(const std::string& container_id, const pod_identity::Identity& identity) const;
+  // selects: docker_name is dockerd's name for the container ("" when
+  // dockerd has none: docker_name_of).
+  bool selects(const std::string& container_id, const pod_identity::Identity& identity,
+               const std::string& docker_name = "") const;
 };
 
 struct Desired {
@@ -114,6 +121,8 @@ struct Desired {
   std::vector<Entry> entries;
   // where is "FILE:LINE".
   std::string where(const Entry& e) const { return file + ":" + std::to_string(e.line); }
+  // names_docker tells whether an entry selects by dockerd's name.
+  bool names_docker() const;
 };
 
 // parse_desired reads a desired-state file (YAML or JSON). Throws Error
@@ -141,9 +150,17 @@ using NodeKey = std::function<std::string(const std::string& host_path)>;
 // gpu_node is given, its UUID otherwise; a CDI device is its name.
 void check_sharing(const Desired& d, const GpuNode& gpu_node = nullptr, const NodeKey& node_key = nullptr);
 
-// select returns the entry selecting the container, or nullptr. An id entry
-// and a pod entry both selecting it is an error naming both lines.
-const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity);
+// select returns the entry selecting the container, or nullptr. Two entries
+// selecting it (an id entry and a pod or docker entry) is an error naming
+// both lines.
+const Entry* select(const Desired& d, const std::string& container_id, const pod_identity::Identity& identity,
+                    const std::string& docker_name = "");
+
+// docker_name_of is dockerd's name for the container when an entry of d
+// selects by it (read from config.docker_root: docker::container_name), ""
+// otherwise or when dockerd has no record of it. Throws Error when the
+// record cannot be read.
+std::string docker_name_of(const Desired& d, const Config& config, const std::string& container_id);
 
 // ---- what create gave: <bundle>/specshim-hotplug.json ----
 
