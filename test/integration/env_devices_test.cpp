@@ -437,12 +437,11 @@ BusyboxBundle docker_gpus_bundle(const Host& host, const std::string& list, cons
   fs::create_directories(hook_dir);
   if (!fs::is_symlink(hook_dir / "nvidia-container-runtime-hook"))
     fs::create_symlink(SPECSHIM_BINARY, hook_dir / "nvidia-container-runtime-hook");
-  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=" + list, "NVIDIA_DRIVER_CAPABILITIES=utility"},
-                                   dir, Json::object());
-  b.spec()["hooks"]["prestart"] = Json::array(
-      {{{"path", (hook_dir / "nvidia-container-runtime-hook").string()},
-        {"args", {"nvidia-container-runtime-hook", "prestart"}},
-        {"env", {"PATH=" + hook_dir.string() + ":/usr/sbin:/usr/bin"}}}});
+  BusyboxBundle b = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=" + list, "NVIDIA_DRIVER_CAPABILITIES=utility"}, dir,
+                                   Json::object());
+  b.spec()["hooks"]["prestart"] = Json::array({{{"path", (hook_dir / "nvidia-container-runtime-hook").string()},
+                                                {"args", {"nvidia-container-runtime-hook", "prestart"}},
+                                                {"env", {"PATH=" + hook_dir.string() + ":/usr/sbin:/usr/bin"}}}});
   b.save();
   return b;
 }
@@ -485,8 +484,30 @@ TEST_CASE("env-devices: specshim's stand-in hook refuses a --gpus container no s
 
   // `--gpus 0` (NVIDIA_VISIBLE_DEVICES=void) asks for nothing: the stand-in passes.
   BusyboxBundle none = docker_gpus_bundle(host, "void", "none");
-  auto passed = run_process({"/usr/sbin/runc", "--root", root.path().string(), "run", "--bundle",
-                             none.dir().string(), unique_id("it-envdev-void")});
+  auto passed = run_process({"/usr/sbin/runc", "--root", root.path().string(), "run", "--bundle", none.dir().string(),
+                             unique_id("it-envdev-void")});
   INFO(passed.err);
   REQUIRE(passed.exit_code == 0);
+}
+
+TEST_CASE("env-devices: with the shipped dind config, an inner container's forged pod annotations gain nothing") {
+  // The dev box's specshim, as packaging/examples/dind/config.toml ships it
+  // (its CDI dir aside); the dev box sees GPUs 0 and 2 of three.
+  Host host({1});
+  const std::string config = read_file(SPECSHIM_TEST_DATA_DIR "/../packaging/examples/dind/config.toml") +
+                             "\n[cdi]\nspec-dirs = [\"" + host.cdi.string() + "\"]\ncache-dir = \"\"\n";
+  const std::string visible =
+      "nvidia0 1:b open\nnvidia1 absent\nnvidia2 1:b open\nnvidiactl 1:3 open\n"
+      "nodes: nvidia0 nvidia2 nvidiactl\nown 1:11 open\nNVIDIA_VISIBLE_DEVICES=void\n";
+  // What dockerd creates: no identity, `all` is what the dev box sees.
+  BusyboxBundle plain = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "plain", Json::object());
+  REQUIRE(run_probe(host, plain, config) == visible);
+  // `docker run --annotation specshim.io/pod=… --annotation specshim.io/devices-from=…`:
+  // a sibling of that pod, whose source's grant nobody here hands over.
+  BusyboxBundle sibling = sibling_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, "sibling");
+  REQUIRE(run_probe(host, sibling, config) == kNoGpuVoid);
+  // The whole containerd CRI family: a pod's container, whose grant no
+  // kubelet here holds.
+  BusyboxBundle cri = cri_bundle(host, {"NVIDIA_VISIBLE_DEVICES=all"}, {}, "cri");
+  REQUIRE(run_probe(host, cri, config) == kNoGpuVoid);
 }

@@ -43,3 +43,11 @@ case $help in
   "specshim "*"specshim's own commands"*"dry-run"*) echo "specshim --help ran${1:+ under $*}" ;;
   *) fail "specshim --help printed: $help" ;;
 esac
+# dockerd's `--gpus` finds specshim's stand-in for NVIDIA's hook: a relative
+# link to the package's specshim, which runs as the hook (a stage other than
+# prestart does nothing: exit 0).
+hook=usr/libexec/specshim/docker/nvidia-container-runtime-hook
+[ "$(readlink "$out/root/$hook")" = ../../../bin/specshim ] ||
+  fail "$hook is not the link ../../../bin/specshim: $(ls -l "$out/root/$hook" 2>&1)"
+"$@" "$out/root/$hook" poststart </dev/null || fail "$hook poststart failed"
+echo "$hook -> ../../../bin/specshim"
