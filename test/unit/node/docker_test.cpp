@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // dockerd's records (specshim/node/docker.h): the name of a container from
 // <data-root>/containers/<id>/config.v2.json, and every record refused.
+#include "specshim/node/docker.h"
+
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -9,7 +11,6 @@
 
 #include "error_of.h"
 #include "specshim/base/error.h"
-#include "specshim/node/docker.h"
 #include "tempdir.h"
 
 using namespace specshim;
