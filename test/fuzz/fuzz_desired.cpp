@@ -71,6 +71,11 @@ void check_entry(const Desired& d, const Entry& e) {
     if (select(d, "", id) != &e) std::abort();
     id.cri = false;  // outside CRI a pod entry selects nothing
     if (select(d, "", id) != nullptr) std::abort();
+  } else if (!e.docker.empty()) {
+    // The container dockerd gave that name, and only it (no id is a name).
+    if (!docker::is_name(e.docker) || e.who() != "docker container `" + e.docker + "`") std::abort();
+    if (select(d, "", pod_identity::Identity{}, e.docker) != &e) std::abort();
+    if (select(d, e.docker, pod_identity::Identity{}) == &e) std::abort();
   } else {
     if (select(d, e.id, pod_identity::Identity{}) != &e) std::abort();
     if (!e.selects(e.id, pod_identity::Identity{})) std::abort();
