@@ -48,6 +48,9 @@ $SUDO bash "$(dirname "$0")/qemu-binfmt.sh"
 bash "$(dirname "$0")/fetch-containerd.sh"
 # runc 1.3 and crun from sid for the e2e delegate tiers, beside the system's runc 1.1.5.
 bash "$(dirname "$0")/fetch-runtimes.sh"
+# dockerd 28.5.2 and its client from sid for the e2e dev box tier (test/e2e/devbox),
+# beside them; it runs containerd-2 from fetch-containerd.sh.
+bash "$(dirname "$0")/fetch-docker.sh"
 # The systemd node's Debian 12 tree for the e2e-systemd tier (test/README.md,
 # "The systemd node"): debootstrap from the mirror once, cached beside them.
 bash "$(dirname "$0")/../test/e2e/systemd-node/node.sh" rootfs >/dev/null

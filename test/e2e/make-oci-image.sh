@@ -1,16 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# make-oci-image.sh OUT.tar NAME:TAG [BUSYBOX]
+# make-oci-image.sh OUT.tar NAME:TAG [BUSYBOX [CMD]]
 #
 # Writes an OCI image archive (oci-layout, index.json, blobs/sha256/...) of a
 # one-layer busybox-static image for `ctr images import`: the e2e tests have no
 # registry. Entrypoint `sleep 2147483647` lets the same image serve as the CRI
-# sandbox ("pause") image; test containers set their own command. The layer is
+# sandbox ("pause") image; test containers set their own command. With CMD
+# (one word) the image has no entrypoint and runs CMD, as docker.io's busybox
+# does (`docker run busybox true` runs true). The layer is
 # reproducible (sorted, owner 0, mtime 0), so the digest is stable.
 set -eu
 out=$1
 ref=$2
 busybox=${3:-/bin/busybox}
+process='"Entrypoint":["/bin/sleep","2147483647"]'
+[ -z "${4:-}" ] || process="\"Cmd\":[\"$4\"]"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,8 +44,8 @@ $(add_blob "$work/layer.tar")
 EOF_
 
 arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
-printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/bin"],"Entrypoint":["/bin/sleep","2147483647"],"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-  "$arch" "$layer_digest" >"$work/config.json"
+printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+  "$arch" "$process" "$layer_digest" >"$work/config.json"
 read -r config_digest config_size <<EOF_
 $(add_blob "$work/config.json")
 EOF_
