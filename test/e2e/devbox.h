@@ -4,7 +4,8 @@
 // of 4 stand-in GPUs through CDI (its /dev and its device cgroup hold only
 // those and the defaults), running Debian sid's dockerd 28.5.2 (from
 // scripts/fetch-docker.sh) with this build's /usr/bin/specshim as its
-// default runtime and the shipped config (packaging/specshim.toml). The
+// default runtime and the shipped dev box files (packaging/examples/dind/:
+// config.toml, daemon.json), the node's CDI spec at /var/run/cdi. The
 // busybox image (docker.io/library/busybox:latest, no entrypoint) is loaded.
 #pragma once
 

@@ -38,8 +38,12 @@
 # namespace of devbox.sh's own (the host's mount table never holds it; the
 # container's namespace keeps it until the container dies). This build is
 # installed into it as the package lays it out (cmake --install, prefix /usr;
-# /usr/bin/specshim alone from a build of that target only) with the shipped config (packaging/specshim.toml) as /etc/specshim/config.toml.
-# systemd does not run: PID 1 is docker-init (tini) with dockerd under it.
+# /usr/bin/specshim and the stand-in hook's link alone from a build of that
+# target only), with the shipped dev box config
+# (packaging/examples/dind/config.toml) as /etc/specshim/config.toml and the
+# node's CDI spec (box_cdi) read-only at /var/run/cdi, as docs/dind.md's
+# recipe has it. systemd does not run: PID 1 is docker-init (tini) with
+# dockerd under it.
 #
 # Namespaces: pid, mount, uts, ipc, net (loopback only) and cgroup. Its cgroups
 # are /specshim-devbox-<dir> of every hierarchy; the cgroup2 one is mounted at
@@ -49,15 +53,16 @@
 # device control on cgroup2 is a BPF program that needs none. The dev box's
 # own v1 device cgroup still bounds everything inside it.
 #
-# dockerd (/etc/docker/daemon.json): runtimes.specshim = /usr/bin/specshim, the
-# default runtime; no iptables, no bridge, overlay2 on a tmpfs data-root, CDI
-# on with cdi-spec-dirs /etc/cdi and /var/run/cdi. Its PATH: containerd-2 from
-# fetch-containerd.sh (containerd, containerd-shim-runc-v2), docker-28, runc
-# 1.3 (runtime-runc-1.3 from fetch-runtimes.sh, if there: the packaged config
-# names no runc, so specshim execs the first on PATH), then the tree's. With
-# SPECSHIM_DEVBOX_NVIDIA_HOOK=1 a stand-in nvidia-container-runtime-hook is on
-# it too (it records its argv and stdin under /run/devbox-hook and exits 0),
-# which makes dockerd register its `nvidia` device driver (--gpus).
+# dockerd (/etc/docker/daemon.json): the shipped
+# packaging/examples/dind/daemon.json (runtimes.specshim = /usr/bin/specshim,
+# the default runtime) and, for this dev box, no iptables, no bridge, overlay2
+# on a tmpfs data-root, CDI on with cdi-spec-dirs /etc/cdi and /var/run/cdi.
+# Its PATH: the package's /usr/libexec/specshim/docker (the stand-in for
+# nvidia-container-runtime-hook, so that dockerd registers its `nvidia` device
+# driver: --gpus), containerd-2 from fetch-containerd.sh (containerd,
+# containerd-shim-runc-v2), docker-28, runc 1.3 (runtime-runc-1.3 from
+# fetch-runtimes.sh, if there: the packaged config names no runc, so specshim
+# execs the first on PATH), then the tree's.
 #
 # Everything it starts is in the container's pid namespace: stop kills its
 # init, which takes dockerd, containerd and their containers with it. Dev
@@ -77,7 +82,9 @@ REGISTRY=/run/specshim-test/devboxes
 HOST_RUNC=${SPECSHIM_DEVBOX_RUNC:-/usr/sbin/runc}
 # dockerd's PATH inside the dev box (the hook's dir is added in front on request).
 INNER_PATH=$CONTAINERD_DIR:$DOCKER_DIR/usr/sbin:$DOCKER_DIR/usr/bin:$RUNC_DIR:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-HOOK_DIR=/usr/local/libexec/devbox-hook
+# The package's stand-in for NVIDIA's hook, first on dockerd's PATH as
+# docs/dind.md says: dockerd then offers --gpus.
+HOOK_DIR=/usr/libexec/specshim/docker
 
 die() {
   echo "devbox.sh: $*" >&2
@@ -114,6 +121,29 @@ sweep() {
   done
 }
 
+# gpu_uuid N: the stand-in GPU N's UUID, in the form NVIDIA's are.
+gpu_uuid() { printf 'GPU-4a3b2c1d-0000-4000-8000-%012d' "$1"; }
+
+# box_cdi DIR: the node's CDI spec as nvidia-ctk writes it (every GPU by
+# index, UUID and `all`, node paths only, no numbers), mounted read-only into
+# the dev box at /var/run/cdi as docs/dind.md's recipe says.
+box_cdi() {
+  local dir=$1 i
+  mkdir -p "$dir/box-cdi"
+  {
+    echo "cdiVersion: 0.5.0"
+    echo "kind: nvidia.com/gpu"
+    echo "devices:"
+    for i in 0 1 2 3; do
+      printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%s\n' "$i" "$i"
+      printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%s\n' "$(gpu_uuid "$i")" "$i"
+    done
+    printf -- '- name: all\n  containerEdits:\n    deviceNodes:\n'
+    for i in 0 1 2 3; do printf -- '    - path: /dev/nvidia%s\n' "$i"; done
+    printf 'containerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n'
+  } >"$dir/box-cdi/nvidia.yaml"
+}
+
 # host_devices DIR: the stand-in GPU nodes and the host's CDI spec for them.
 host_devices() {
   local dir=$1 i
@@ -146,11 +176,10 @@ bounding_caps() {
 # bundle_config DIR CGROUP: the dev box's config.json, as containerd writes it
 # for a privileged container without host devices.
 bundle_config() {
-  local dir=$1 cgpath=$2 env_path=$INNER_PATH request="" g
-  [ "${SPECSHIM_DEVBOX_NVIDIA_HOOK:-0}" = 1 ] && env_path=$HOOK_DIR:$env_path
+  local dir=$1 cgpath=$2 env_path=$HOOK_DIR:$INNER_PATH request="" g
   for g in $GPUS; do request+="${request:+,}nvidia.com/gpu=$g"; done
   jq -n --arg root "$dir/root" --arg cg "$cgpath" --arg path "$env_path" --arg cache "$CACHE" \
-    --arg share "$dir/share" --arg init "$DOCKER_DIR/usr/bin/docker-init" --arg dockerd "$DOCKER_DIR/usr/sbin/dockerd" \
+    --arg share "$dir/share" --arg cdi "$dir/box-cdi" --arg init "$DOCKER_DIR/usr/bin/docker-init" --arg dockerd "$DOCKER_DIR/usr/sbin/dockerd" \
     --arg host "$(basename "$dir")" --arg request "$request" --arg caps "$(bounding_caps)" '
   def caps: $caps | split(",");
   def tmpfs(dest; opts): {destination: dest, type: "tmpfs", source: "tmpfs", options: opts};
@@ -176,6 +205,7 @@ bundle_config() {
       {destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "rw"]},
       {destination: "/sys/fs/cgroup", type: "cgroup2", source: "cgroup2", options: ["nosuid", "noexec", "nodev", "rw"]},
       tmpfs("/run"; ["nosuid", "nodev", "mode=755"]),
+      {destination: "/run/cdi", type: "bind", source: $cdi, options: ["rbind", "ro"]},
       tmpfs("/tmp"; ["nosuid", "nodev", "mode=1777"]),
       tmpfs("/var/lib/docker"; ["mode=711", "size=2g"]),
       {destination: $cache, type: "bind", source: $cache, options: ["rbind", "ro"]},
@@ -209,11 +239,13 @@ docker_archive() {
   rm -rf "$work"
 }
 
+# daemon_json: the shipped packaging/examples/dind/daemon.json (specshim as
+# the default runtime) with what this test's dev box needs besides: no
+# iptables or bridge (its network namespace has loopback only), overlay2 on
+# its tmpfs data-root, CDI from the default dirs.
 daemon_json() {
-  cat <<'JSON'
+  jq -s '.[0] * .[1]' "$HERE/../../../packaging/examples/dind/daemon.json" - <<'JSON'
 {
-  "runtimes": {"specshim": {"path": "/usr/bin/specshim"}},
-  "default-runtime": "specshim",
   "iptables": false,
   "ip6tables": false,
   "bridge": "none",
@@ -226,21 +258,6 @@ daemon_json() {
   "log-level": "info"
 }
 JSON
-}
-
-# The stand-in nvidia-container-runtime-hook: records each call (argv, the
-# state on stdin, its environment's size) and succeeds.
-hook_script() {
-  cat <<'HOOK'
-#!/bin/sh
-d=/run/devbox-hook
-mkdir -p "$d"
-n=$(date +%s%N)
-printf '%s\n' "$0" "$@" >"$d/$n.argv"
-cat >"$d/$n.stdin"
-env | wc -l >"$d/$n.envcount"
-exit 0
-HOOK
 }
 
 # stage2 runs in a mount namespace of its own: mounts the dev box's root,
@@ -258,13 +275,14 @@ stage2() {
   if ! DESTDIR=$root cmake --install "$build" --prefix /usr >"$dir/install.log" 2>&1; then
     echo "devbox.sh: cmake --install failed (a partial build?): installing $build/shim/specshim alone" >>"$dir/install.log"
     install -D -m 755 "$build/shim/specshim" "$root/usr/bin/specshim"
+    mkdir -p "$root$HOOK_DIR"
+    ln -sf ../../../bin/specshim "$root$HOOK_DIR/nvidia-container-runtime-hook"
   fi
   [ -x "$root/usr/bin/specshim" ] || die "no /usr/bin/specshim in the dev box; see $dir/install.log"
-  install -D -m 644 "$HERE/../../../packaging/specshim.toml" "$root/etc/specshim/config.toml"
+  install -D -m 644 "$HERE/../../../packaging/examples/dind/config.toml" "$root/etc/specshim/config.toml"
   mkdir -p "$root/etc/docker" "$root/etc/cdi" "$root/var/lib/docker" "$root/specshim-test" "$root$CACHE"
   daemon_json >"$root/etc/docker/daemon.json"
-  hook_script >"$dir/hook"
-  install -D -m 755 "$dir/hook" "$root$HOOK_DIR/nvidia-container-runtime-hook"
+  [ -L "$root$HOOK_DIR/nvidia-container-runtime-hook" ] || die "no stand-in hook in the dev box; see $dir/install.log"
   printf '127.0.0.1 localhost %s\n::1 localhost\n' "$(basename "$dir")" >"$root/etc/hosts"
   SPECSHIM_CONFIG=$dir/outer.toml "$build/shim/specshim" --root "$dir/state" --log "$dir/runtime.log" \
     create --bundle "$dir/bundle" --pid-file "$dir/pid" "$id" </dev/null >>"$dir/console" 2>&1 ||
@@ -290,6 +308,7 @@ start() {
   chmod 755 "$dir" "$dir/share"
   : >"$dir/console"
   host_devices "$dir"
+  box_cdi "$dir"
   printf '[runtime]\npath = "%s"\n\n[log]\nfile = "%s"\nlevel = "debug"\n\n[cdi]\nspec-dirs = ["%s"]\n' \
     "$HOST_RUNC" "$dir/outer.log" "$dir/host-cdi" >"$dir/outer.toml"
   # The dev box's cgroups: /specshim-devbox-<dir> of each hierarchy (runc makes
