@@ -448,7 +448,8 @@ BusyboxBundle docker_gpus_bundle(const Host& host, const std::string& list, cons
 
 }  // namespace
 
-TEST_CASE("env-devices: docker --gpus device=1 in a dev box gets the second GPU it sees; NVIDIA's hook is removed") {
+TEST_CASE(
+    "env-devices: docker --gpus device=1 in a dev box gets the second GPU it sees, and NVIDIA's hook is removed") {
   Host host({1});
   BusyboxBundle b = docker_gpus_bundle(host, "1", "bundle");
   REQUIRE(run_probe(host, b, host.config() + "scope = \"visible\"\n") ==
