@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "script_verb.h"
+
 namespace specshim::e2e {
 namespace fs = std::filesystem;
 
@@ -44,26 +46,15 @@ void DevBox::stop() noexcept {
 }
 
 test::ProcessResult DevBox::docker(const std::vector<std::string>& args, int timeout_ms) const {
-  std::vector<std::string> full = {"/bin/bash", kScript, "docker", dir_.path().string()};
-  full.insert(full.end(), args.begin(), args.end());
-  return test::run_process(full, {}, timeout_ms);
+  return script_verb(kScript, "docker", dir_.path(), args, timeout_ms);
 }
 
 test::ProcessResult DevBox::exec(const std::vector<std::string>& argv, int timeout_ms) const {
-  std::vector<std::string> full = {"/bin/bash", kScript, "exec", dir_.path().string()};
-  full.insert(full.end(), argv.begin(), argv.end());
-  return test::run_process(full, {}, timeout_ms);
+  return script_verb(kScript, "exec", dir_.path(), argv, timeout_ms);
 }
 
 std::string DevBox::exec_ok(const std::vector<std::string>& argv, int timeout_ms) const {
-  auto r = exec(argv, timeout_ms);
-  if (r.exit_code != 0) {
-    std::string cmd;
-    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    throw std::runtime_error("in the dev box: " + cmd + " exited " + std::to_string(r.exit_code) + ":\n" + r.out +
-                             r.err);
-  }
-  return r.out;
+  return succeeded(exec(argv, timeout_ms), "the dev box", argv);
 }
 
 fs::path DevBox::in_box(const fs::path& box_path) const {

@@ -11,6 +11,7 @@
 #include "containerd_harness.h"
 #include "harness_cleanup.h"
 #include "runtimes.h"
+#include "script_verb.h"
 
 namespace specshim::e2e {
 namespace fs = std::filesystem;
@@ -81,19 +82,11 @@ fs::path SystemdNode::in_node(const fs::path& node_path) const {
 }
 
 test::ProcessResult SystemdNode::exec(const std::vector<std::string>& argv, int timeout_ms) const {
-  std::vector<std::string> full = {"/bin/bash", kNodeScript, "exec", dir_.path().string()};
-  full.insert(full.end(), argv.begin(), argv.end());
-  return test::run_process(full, {}, timeout_ms);
+  return script_verb(kNodeScript, "exec", dir_.path(), argv, timeout_ms);
 }
 
 std::string SystemdNode::exec_ok(const std::vector<std::string>& argv, int timeout_ms) const {
-  auto r = exec(argv, timeout_ms);
-  if (r.exit_code != 0) {
-    std::string cmd;
-    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    throw std::runtime_error("in the node: " + cmd + " exited " + std::to_string(r.exit_code) + ":\n" + r.out + r.err);
-  }
-  return r.out;
+  return succeeded(exec(argv, timeout_ms), "the node", argv);
 }
 
 void SystemdNode::daemon_reload() const {

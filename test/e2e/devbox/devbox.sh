@@ -79,6 +79,8 @@ RUNC_DIR=$CACHE/runtime-runc-1.3/usr/sbin
 GPUS=${SPECSHIM_DEVBOX_GPUS:-1 3}
 START_SECONDS=${SPECSHIM_DEVBOX_START_SECONDS:-90}
 REGISTRY=/run/specshim-test/devboxes
+# shellcheck source=test/e2e/registry.sh
+. "$HERE/../registry.sh"
 HOST_RUNC=${SPECSHIM_DEVBOX_RUNC:-/usr/sbin/runc}
 # dockerd's PATH inside the dev box (the hook's dir is added in front on request).
 INNER_PATH=$CONTAINERD_DIR:$DOCKER_DIR/usr/sbin:$DOCKER_DIR/usr/bin:$RUNC_DIR:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -108,18 +110,6 @@ in_box() {
   nsenter -t "$pid" -m -p -u -i -n -C -r -w -- /usr/bin/env -i PATH="$INNER_PATH" HOME=/root "$@"
 }
 
-sweep() {
-  local entry owner dir
-  for entry in "$REGISTRY"/*; do
-    [ -f "$entry" ] || continue
-    read -r owner dir <"$entry" || continue
-    if ! kill -0 "$owner" 2>/dev/null; then
-      echo "devbox.sh: stopping the dev box of $dir, whose owner (pid $owner) is gone" >&2
-      stop "$dir" || true
-      rm -f "$entry"
-    fi
-  done
-}
 
 # gpu_uuid N: the stand-in GPU N's UUID, in the form NVIDIA's are.
 gpu_uuid() { printf 'GPU-4a3b2c1d-0000-4000-8000-%012d' "$1"; }
@@ -301,9 +291,7 @@ start() {
   dir=$(realpath "$dir")
   build=$(realpath "$build")
   id=$(id_of "$dir")
-  mkdir -p "$REGISTRY"
-  sweep
-  echo "$PPID $dir" >"$REGISTRY/$(basename "$dir")"
+  register "$REGISTRY" "$dir"
   mkdir -p "$dir/upper" "$dir/work" "$dir/root" "$dir/bundle" "$dir/state" "$dir/share"
   chmod 755 "$dir" "$dir/share"
   : >"$dir/console"
@@ -358,7 +346,7 @@ stop() {
     done
   fi
   rm -rf "$dir/upper" "$dir/work" "$dir/root" "$dir/state" "$dir/host-dev"
-  rm -f "$REGISTRY/$(basename "$dir")"
+  unregister "$REGISTRY" "$dir"
 }
 
 cmd=${1:-}

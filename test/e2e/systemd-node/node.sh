@@ -130,27 +130,15 @@ stage2() {
 # node's dir. A node whose owner died (a ctest timeout) is stopped by the
 # next boot.
 REGISTRY=/run/specshim-test/systemd-nodes
+# shellcheck source=test/e2e/registry.sh
+. "$HERE/../registry.sh"
 
-sweep() {
-  local entry owner dir
-  for entry in "$REGISTRY"/*; do
-    [ -f "$entry" ] || continue
-    read -r owner dir <"$entry" || continue
-    if ! kill -0 "$owner" 2>/dev/null; then
-      echo "node.sh: stopping the node of $dir, whose owner (pid $owner) is gone" >&2
-      stop "$dir" || true
-      rm -f "$entry"
-    fi
-  done
-}
 
 boot() {
   local dir=$1 build=$2 share=$3
   local tree
   tree=$(rootfs)
-  mkdir -p "$REGISTRY"
-  sweep
-  echo "$PPID $dir" >"$REGISTRY/$(basename "$dir")"
+  register "$REGISTRY" "$dir"
   mkdir -p "$dir/upper" "$dir/work" "$dir/root"
   : >"$dir/console"
   # The node's cgroup root: a directory of the host's cgroup2 hierarchy.
@@ -210,7 +198,7 @@ stop() {
     [ -d "$cg" ] && die "could not remove the node's cgroup $cg"
   fi
   rm -rf "$dir/upper" "$dir/work" "$dir/root"
-  rm -f "$REGISTRY/$(basename "$dir")"
+  unregister "$REGISTRY" "$dir"
 }
 
 cmd=${1:-}
