@@ -42,7 +42,8 @@ std::string gpu_node(const std::string& uuid) {
 
 void check_entry(const Desired& d, const Entry& e) {
   if (e.line <= 0) std::abort();
-  if (e.pod.has_value() == !e.id.empty()) std::abort();  // pod or id, never both, never neither
+  // exactly one of pod, id and docker
+  if ((e.pod.has_value() ? 1 : 0) + (e.id.empty() ? 0 : 1) + (e.docker.empty() ? 0 : 1) != 1) std::abort();
   if (e.pod && (e.pod->ns.empty() || e.pod->name.empty() || e.pod->container.empty())) std::abort();
   if (e.who().empty()) std::abort();
   if (d.where(e) != d.file + ":" + std::to_string(e.line)) std::abort();
