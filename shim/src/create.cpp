@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "argv.h"
+#include "config_error.h"
 #include "runc_log.h"
 #include "runtime.h"
 #include "settings.h"
@@ -19,14 +20,9 @@
 namespace specshim::shim {
 
 int passthrough_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
-  std::optional<std::string> configured;
   try {
-    configured = runtime_path_only(config::Document::load(config::path_from_env()));
-  } catch (const std::exception&) {
     // An unreadable config must not block delete/kill; create reports it.
-  }
-  try {
-    std::string runtime = find_runtime(configured);
+    std::string runtime = find_runtime(runtime_path_only(config::path_from_env()));
     if (parsed.version) {
       std::fputs("specshim version " SPECSHIM_VERSION "\n", stdout);
       std::fflush(stdout);
@@ -45,7 +41,19 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
       throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
                   "` is unknown to specshim (the grammars of runc 1.1–1.5 and crun)");
     if (!parsed.refused.empty()) throw Error(parsed.refused);
-    ConfigFile config = read_config_file(config::path_from_env());
+    std::filesystem::path config_path = config::path_from_env();
+    std::optional<ConfigFile> loaded;
+    try {
+      loaded = read_config_file(config_path);
+    } catch (const std::exception& e) {
+      std::string error = describe(e);
+      auto warning = passes_unloaded_config(absolute_bundle(parsed.bundle), config_path, parsed.container_id, error);
+      if (!warning) throw;
+      std::string runtime = find_runtime(runtime_path_only(config_path));
+      report_warning(parsed.log, parsed.log_format, *warning);
+      exec_runtime(runtime, argv);
+    }
+    ConfigFile& config = *loaded;
     start_debug_log(config.settings);
     std::string runtime = find_runtime(config.settings.runtime_path);
 

@@ -12,6 +12,7 @@ namespace specshim::shim {
 const std::vector<OwnVerb>& own_verbs() {
   static const std::vector<OwnVerb> verbs = {
       {"dry-run", "show what a create would change in a bundle's config.json (writes nothing)", dry_run_main},
+      {"check-config", "check that a config file loads as every create reads it (before a rollout)", check_config_main},
       {"doctor", "check whether this node is ready: config, runtime, CDI, kubelet, kernel, containerd", doctor_main},
       {"attach", "give a running container a device or CDI device: cgroup rule, node, record", attach_main},
       {"detach", "take back a device that attach gave a running container", detach_main},
@@ -47,7 +48,7 @@ std::string usage() {
       "specshim's own commands (each takes --help):\n";
   for (const auto& v : own_verbs()) {
     std::string name(v.name);
-    text += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + std::string(v.summary) + "\n";
+    text += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + std::string(v.summary) + "\n";
   }
   text +=
       "\n"

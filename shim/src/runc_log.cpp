@@ -82,8 +82,11 @@ std::string format_runc_log_line(std::string_view level, std::string_view msg, s
   return "time=\"" + std::string(time) + "\" level=" + std::string(level) + " msg=" + go_quote(msg) + "\n";
 }
 
-void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg) {
-  std::string line = format_runc_log_line("error", cap_message(msg), format, rfc3339_now());
+namespace {
+
+void report(std::string_view level, const std::optional<std::string>& log_path, std::string_view format,
+            std::string_view msg) {
+  std::string line = format_runc_log_line(level, cap_message(msg), format, rfc3339_now());
   int fd = -1;
   std::string file(log_path ? runtime::log_file(*log_path) : "");
   if (!file.empty()) fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -93,6 +96,16 @@ void report_error(const std::optional<std::string>& log_path, std::string_view f
   } else {
     write_all(STDERR_FILENO, line);
   }
+}
+
+}  // namespace
+
+void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg) {
+  report("error", log_path, format, msg);
+}
+
+void report_warning(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg) {
+  report("warning", log_path, format, msg);
 }
 
 }  // namespace specshim::shim

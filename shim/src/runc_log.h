@@ -19,6 +19,9 @@ std::string format_runc_log_line(std::string_view level, std::string_view msg, s
 // absent or is unwritable), its msg capped at kMessageMax bytes (cap_message). containerd shows the msg of the last
 // error line as "OCI runtime create failed: <msg>".
 void report_error(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg);
+// report_warning appends a line at runc's level "warning" the same way: what
+// a create that goes on wants the node's operators to find in the log.
+void report_warning(const std::optional<std::string>& log_path, std::string_view format, std::string_view msg);
 
 // rfc3339_now is the current UTC time with second precision.
 std::string rfc3339_now();

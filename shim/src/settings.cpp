@@ -27,6 +27,14 @@ std::optional<std::string> runtime_path_only(const config::Document& doc) {
   return std::nullopt;
 }
 
+std::optional<std::string> runtime_path_only(const std::filesystem::path& file) {
+  try {
+    return runtime_path_only(config::Document::load(file));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void start_debug_log(const Settings& s) {
   if (!s.log_file || s.log_level == log::Level::off) return;
   try {

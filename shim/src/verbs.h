@@ -23,6 +23,9 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv);
 // dry_run_main: specshim dry-run --bundle DIR [--config FILE] [--format json|diff] [--allow-allocate]
 int dry_run_main(const std::vector<std::string>& argv);
 
+// check_config_main: specshim check-config [FILE] (shim/src/check_config.cpp)
+int check_config_main(const std::vector<std::string>& argv);
+
 // doctor_main: specshim doctor [--config FILE] [--json]
 int doctor_main(const std::vector<std::string>& argv);
 

@@ -27,7 +27,26 @@ Settings read_settings(config::Section& root) {
     if (!found) logt.fail("level", "must be one of trace, debug, info, warn, error, off");
   }
   logt.finish();
+
+  auto policy = root.section("policy");
+  if (auto on_error = policy.string("on-config-error")) {
+    if (*on_error == "pass")
+      s.on_config_error = OnConfigError::pass;
+    else if (*on_error != "fail")
+      policy.fail("on-config-error", "must be \"fail\" (the default) or \"pass\"");
+  }
+  policy.finish();
   return s;
+}
+
+OnConfigError on_config_error_only(const std::filesystem::path& file) {
+  try {
+    auto root = config::Document::load(file).root();
+    auto on_error = root.section("policy").string("on-config-error");
+    return on_error == "pass" ? OnConfigError::pass : OnConfigError::fail;
+  } catch (const std::exception&) {
+    return OnConfigError::fail;
+  }
 }
 
 ConfigFile read_config_file(const std::filesystem::path& file) {

@@ -50,6 +50,27 @@ TEST_CASE("doctor: an invalid config is a problem naming the rule and line") {
                           "line 6: `requirements[0].capabilities`: rule `vfio`: unknown capability `CAP_IPC_LOK`"));
 }
 
+TEST_CASE("doctor: a config that does not load says what creates do until it loads") {
+  FakeHost h;
+  h.write_config("[chain]\nno-such-key = 1\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "info",
+                                      "until it loads, every container's create fails with this error; sandboxes "
+                                      "start untouched"));
+  h.write_config("[policy]\non-config-error = \"pass\"\n[chain]\nno-such-key = 1\n");
+  REQUIRE_THAT(h.report(), HasFinding("config", "info",
+                                      "until it loads, containers start WITHOUT the chain ([policy] on-config-error = "
+                                      "\"pass\"), and sandboxes start untouched"));
+}
+
+TEST_CASE("doctor: on-config-error = pass in a valid config is a warning") {
+  FakeHost h;
+  h.write_config("[policy]\non-config-error = \"pass\"\n");
+  json report = h.report();
+  REQUIRE_THAT(report, HasFinding("config", "warn", "[policy] on-config-error = \"pass\": should this file stop"));
+  h.write_config("[policy]\non-config-error = \"fail\"\n");
+  REQUIRE_THAT(h.report(), !HasFinding("config", "warn", "on-config-error"));
+}
+
 TEST_CASE("doctor: a bad command line exits 2, --help 0") {
   REQUIRE(run_process({SPECSHIM_BINARY, "doctor", "--bogus"}).exit_code == 2);
   REQUIRE(run_process({SPECSHIM_BINARY, "doctor", "--host-root", "/nonexistent/root"}).exit_code == 2);

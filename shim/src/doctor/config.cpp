@@ -163,8 +163,17 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
         c.add(Severity::warn, std::string("[device-plugin.dra] is enabled, but the ") + needed +
                                   " modifier is off: siblings get no DRA claims");
     kubelet_roots(loaded, c);
+    if (config.settings.on_config_error == OnConfigError::pass)
+      c.add(Severity::warn,
+            "[policy] on-config-error = \"pass\": should this file stop loading (an edit, an upgrade that drops a "
+            "key), containers start without the chain: no grant is checked, no device injected");
   } catch (const std::exception& e) {
     c.add(Severity::fail, describe(e));
+    c.add(Severity::info, on_config_error_only(file) == OnConfigError::pass
+                              ? "until it loads, containers start WITHOUT the chain ([policy] on-config-error = "
+                                "\"pass\"), and sandboxes start untouched"
+                              : "until it loads, every container's create fails with this error; sandboxes start "
+                                "untouched");
   }
   return c;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "specshim/base/config.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/modifiers/registry.h"
 #include "tempdir.h"
 
@@ -57,7 +58,7 @@ TEST_CASE("the shipped config turns on exactly the documented default modifiers"
 TEST_CASE("a table that is present but empty means its defaults, for every table") {
   const auto defaults = modifiers_on("");
   REQUIRE(defaults == kDocumentedDefaults);
-  std::vector<std::string> tables = {"chain", "runtime", "log", "kubelet"};
+  std::vector<std::string> tables = {"chain", "runtime", "log", "policy", "kubelet"};
   for (const auto& e : registry()) tables.emplace_back(e.name);
   for (const auto& t : tables) {
     INFO("[" << t << "]");
@@ -90,6 +91,8 @@ TEST_CASE("each commented default in the shipped config, written out alone, chan
     for (const auto& l : edited) text << l << "\n";
     INFO("line " << i + 1 << ": " << rest);
     REQUIRE(modifiers_on(text.str()) == defaults);
+    // ...and the file still loads whole, as create reads it.
+    REQUIRE_NOTHROW(read_config_file(config::Document::parse(text.str(), "test.toml")));
     ++checked;
   }
   REQUIRE(checked >= 20);

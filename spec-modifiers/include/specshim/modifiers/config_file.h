@@ -19,15 +19,30 @@
 
 namespace specshim {
 
-// Settings are the shim's own tables: [runtime] and [log].
-struct Settings {
-  std::optional<std::string> runtime_path;  // [runtime] path
-  std::optional<std::string> log_file;      // [log] file: debug log, off when absent
-  log::Level log_level = log::Level::info;  // [log] level
+// OnConfigError is [policy] on-config-error: what a create does when the
+// config file does not load (docs/deploying.md, "A config that does not
+// load"). Sandboxes start either way.
+enum class OnConfigError {
+  fail,  // the create fails, naming the file, line and key (the default)
+  pass,  // the runtime runs the spec untouched, and the runtime's log says so
 };
 
-// read_settings reads [runtime] and [log] from root (marking them known).
+// Settings are the shim's own tables: [runtime], [log] and [policy].
+struct Settings {
+  std::optional<std::string> runtime_path;              // [runtime] path
+  std::optional<std::string> log_file;                  // [log] file: debug log, off when absent
+  log::Level log_level = log::Level::info;              // [log] level
+  OnConfigError on_config_error = OnConfigError::fail;  // [policy] on-config-error
+};
+
+// read_settings reads [runtime], [log] and [policy] from root (marking them known).
 Settings read_settings(config::Section& root);
+
+// on_config_error_only reads [policy] on-config-error from a file that did
+// not load whole, as far as it parses: a file that is not TOML, or whose
+// key has another type, says nothing to trust, and reads as fail; so does
+// any value but "pass".
+OnConfigError on_config_error_only(const std::filesystem::path& file);
 
 // ConfigFile is the file read for one verb or front-end: [runtime] and
 // [log], [nri], [chain] and every modifier's table (the chain create would
