@@ -103,7 +103,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS runc)
 set(CPACK_DEBIAN_PACKAGE_ENHANCES containerd)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${_pkg_out}/conffiles")
+# postinst: the node's config must load with the new specshim (docs/deploying.md).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${_pkg_out}/conffiles" "${_pkg}/debian/postinst")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS

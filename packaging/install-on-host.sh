@@ -20,7 +20,11 @@
 #                                            specshim looks for it first
 #   /etc/specshim/config.toml                only when absent; never overwritten (with
 #                                            --chain, installed with [runtime] path set to
-#                                            the handler's old BinaryName)
+#                                            the handler's old BinaryName), except by the
+#                                            site's file that --config names (the old one
+#                                            kept as a backup). Whichever file the node will
+#                                            have, the package's specshim must load it, or
+#                                            nothing on the node changes
 #   containerd 2.x (config version 3; 2.3 and later: version 4):
 #     /etc/containerd/conf.d/specshim.toml   the drop-in, at the root config's version, plus
 #                                            its entry in `imports` unless a glob there covers
@@ -63,6 +67,7 @@ CHECK_CMD=${SPECSHIM_CONTAINERD_CHECK_CMD:-}
 MODE=${SPECSHIM_MODE:-install}
 HANDLER=${SPECSHIM_HANDLER:-specshim}
 CHAIN=${SPECSHIM_CHAIN:-0}
+CONFIG_FILE=${SPECSHIM_CONFIG_FILE:-}
 
 usage() {
   cat <<EOF
@@ -107,6 +112,12 @@ options (environment variable in brackets):
                            BinaryName as specshim's [runtime] path. A fresh
                            /etc/specshim/config.toml is installed with it; an existing one
                            must already say so (it is never overwritten)
+  --config FILE            [SPECSHIM_CONFIG_FILE] the site's specshim config (a ConfigMap's
+                           file, say): installed as /etc/specshim/config.toml in place of
+                           the node's, which is kept as a backup beside it. Without it, an
+                           existing file is never overwritten. Either way, a config that
+                           the package's specshim cannot load is refused, naming its line,
+                           before anything on the node changes
   -h, --help
 
 The work is done by the package's specshim binary, `specshim containerd configure`
@@ -134,6 +145,7 @@ parse_args() {
       --no-restart) RESTART_CMD="" ;;
       --handler) HANDLER=${2:?--handler needs a value}; shift ;;
       --chain) CHAIN=1 ;;
+      --config) CONFIG_FILE=${2:?--config needs a value}; shift ;;
       -h | --help) usage; exit 0 ;;
       *) usage >&2; die "unknown argument \`$1\`" ;;
     esac
@@ -175,6 +187,7 @@ main() {
   [ -z "$CONFIG_VERSION" ] || args+=(--config-version "$CONFIG_VERSION")
   if [ -n "$RESTART_CMD" ]; then args+=(--restart-cmd "$RESTART_CMD"); else args+=(--no-restart); fi
   [ "$CHAIN" = 0 ] || args+=(--chain)
+  [ -z "$CONFIG_FILE" ] || args+=(--config "$CONFIG_FILE")
   [ -z "$CHECK_CMD" ] || args+=(--check-cmd "$CHECK_CMD")
   [ -z "$VERSION_CMD" ] || args+=(--version-cmd "$VERSION_CMD")
   bin=$(installer)

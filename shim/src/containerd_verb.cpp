@@ -47,6 +47,9 @@ void options(VerbCli& cli, containerd::Options& o, bool& no_restart) {
              "default, specshim, adds the new handler \"specshim\"")
       .show_default();
   cli.flag("--chain", o.chain, "with --handler: keep the handler's old BinaryName as specshim's [runtime] path");
+  cli.option("--config", o.config_file,
+             "the site's specshim config, installed as /etc/specshim/config.toml in place of the node's (kept as a "
+             "backup); refused, changing nothing, when this specshim cannot load it");
   cli.option("--check-cmd", o.check_cmd,
              "the node's containerd, a command line split on blanks (default: chroot HOST_ROOT containerd); "
              "config dump at most 60 s");

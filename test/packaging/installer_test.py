@@ -486,6 +486,52 @@ class InstallerTest(NodeCase):
         n.run("--uninstall")
         self.assertEqual(read(n.path("/etc/specshim/config.toml")), b"# the node's own\n")
 
+    def test_a_config_that_does_not_load_is_refused_before_any_change(self):
+        # An upgrade whose specshim no longer reads the node's file: the node
+        # keeps every file as it was, and the message names the line.
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
+        write(n.path("/etc/specshim/config.toml"), "[log]\nlevel = \"debug\"\n[chain]\nno-such-key = 1\n")
+        before = n.files()
+        r = n.run(check=False)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("refusing to install", r.stderr)
+        self.assertIn("line 4: unknown key `chain.no-such-key`", r.stderr)
+        self.assertIn("nothing on the node was changed", r.stderr)
+        self.assertEqual(n.files(), before)
+        self.assertEqual(read(n.path("/etc/containerd/config.toml")), DEBIAN_CONFIG.encode())
+        self.assertEqual(n.restarts(), 0)
+
+    def test_config_flag_installs_the_sites_file_or_keeps_the_old_one(self):
+        n = self.node
+        write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)
+        n.run()
+        shipped = read(n.path("/etc/specshim/config.toml"))
+        site = os.path.join(self.tmp, "site.toml")
+
+        write(site, "[passwd]\nname-template = \"u{uid}\"\n[cdi]\nenabled = flase\n")
+        r = n.run("--config", site, check=False)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"config `{site}`: line 4", r.stderr)
+        self.assertEqual(read(n.path("/etc/specshim/config.toml")), shipped)
+        self.assertEqual(n.backups("/etc/specshim/config.toml"), [])
+
+        write(site, "[passwd]\nname-template = \"u{uid}\"\n")
+        r = n.run("--config", site, env={"SPECSHIM_CONFIG_FILE": ""})
+        self.assertIn(f"installed {site} as /etc/specshim/config.toml", r.stdout)
+        self.assertEqual(read(n.path("/etc/specshim/config.toml")), read(site))
+        backups = n.backups("/etc/specshim/config.toml")
+        self.assertEqual(len(backups), 1)
+        self.assertEqual(read(n.path("/etc/specshim/" + backups[0])), shipped)
+        self.assertEqual(n.restarts(), 1, "a new specshim config needs no containerd restart")
+
+        # The same file again changes nothing; the environment variable works as the flag.
+        r = n.run(env={"SPECSHIM_CONFIG_FILE": site})
+        self.assertIn("already holds", r.stdout)
+        self.assertEqual(len(n.backups("/etc/specshim/config.toml")), 1)
+        n.run("--uninstall")
+        self.assertEqual(read(n.path("/etc/specshim/config.toml")), read(site))
+
     def test_edited_specshim_config_survives_uninstall(self):
         n = self.node
         write(n.path("/etc/containerd/config.toml"), DEBIAN_CONFIG)

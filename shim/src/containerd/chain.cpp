@@ -64,17 +64,20 @@ void plan_chain(Run& run, Plan& plan) {
     throw Error("--chain: " + q(plan.chain_path) +
                 " may hold only letters, digits and / . _ + -; set [runtime] path in /etc/specshim/config.toml by "
                 "hand and run without --chain");
-  std::string conf = run.host("/etc/specshim/config.toml");
+  // The config the node will have: --config's, else an existing one (never
+  // overwritten), else the package's, which render_config gives the path.
+  const bool site = !run.opt.config_file.empty();
+  std::string conf = site ? run.opt.config_file : run.host(kConfigRel);
   if (!exists(conf)) return;
   auto cur = config_runtime_path(read_file(conf).value_or(""));
   std::string now = cur ? *cur : "(unreadable)";
   if (now != plan.chain_path)
-    throw Error(
-        "--chain: /etc/specshim/config.toml exists (install-on-host.sh never overwrites it) and its [runtime] "
-        "path is " +
-        (now.empty() ? "not set" : "\"" + now + "\"") + "; set path = \"" + plan.chain_path +
-        "\" in its [runtime] table (the runtime the handler " + q(handler) +
-        " ran until now) and run again, or run without --chain to have specshim run runc in its place");
+    throw Error("--chain: " +
+                (site ? "--config " + q(conf) + " is the config to install"
+                      : std::string("/etc/specshim/config.toml exists (install-on-host.sh never overwrites it)")) +
+                " and its [runtime] path is " + (now.empty() ? "not set" : "\"" + now + "\"") + "; set path = \"" +
+                plan.chain_path + "\" in its [runtime] table (the runtime the handler " + q(handler) +
+                " ran until now) and run again, or run without --chain to have specshim run runc in its place");
   run.log("--chain: /etc/specshim/config.toml runs " + plan.chain_path + " after specshim already");
 }
 

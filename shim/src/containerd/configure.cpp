@@ -91,6 +91,7 @@ void configure(Run& run) {
     plan_chain(run, plan);
   }
   preflight(run);
+  check_new_config(run, plan.chain_path);
   // The containerd config first: the node's containerd checks it before
   // anything else of the node changes.
   Snapshot snap = snapshot_config(run);

@@ -22,6 +22,7 @@ namespace specshim::shim::containerd {
 namespace cc = node::containerd_config;
 
 inline constexpr const char* kStateRel = "/var/lib/specshim/install-state";
+inline constexpr const char* kConfigRel = "/etc/specshim/config.toml";
 inline constexpr const char* kDropinRel = "/etc/containerd/conf.d/specshim.toml";
 inline constexpr const char* kBeginMark =
     "# >>> specshim runtime handler (added by install-on-host.sh; remove with --uninstall) >>>";
@@ -48,6 +49,7 @@ struct Options {
   bool chain = false;
   std::string check_cmd;    // "" = chroot HOST_ROOT containerd
   std::string version_cmd;  // "" = chroot HOST_ROOT containerd --version
+  std::string config_file;  // --config: the site's specshim config, to install over the node's ("" = none)
 };
 
 // Run is one configure, unconfigure or check: its options, whether it only
@@ -191,6 +193,10 @@ struct Payload {
 };
 std::string elf_machine(const std::string& file);
 void preflight(Run& run);
+// check_new_config refuses, before anything changes, a specshim config that
+// this package's specshim cannot load: the one --config gives, else the
+// node's, else the package's (rendered with chain_path).
+void check_new_config(const Run& run, const std::string& chain_path);
 void install_binary(Run& run, Payload& p);
 void install_helper(Run& run, Payload& p);
 void install_config(Run& run, Payload& p, const std::string& chain_path);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The package's files on the node: the binary, the kubelet helper beside it,
-// specshim's config (only when absent), the architecture check before any
-// change, and their removal.
+// specshim's config (when absent, or the site's with --config), the checks
+// before any change (architecture, a config that loads), and their removal.
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +9,12 @@
 
 #include "containerd/install.h"
 #include "specshim/base/command.h"
+#include "specshim/base/error.h"
+#include "specshim/modifiers/config_file.h"
+
+#ifndef SPECSHIM_VERSION
+#define SPECSHIM_VERSION "0.0.0"
+#endif
 
 namespace specshim::shim::containerd {
 namespace {
@@ -81,6 +87,29 @@ void preflight(Run& run) {
     throw Error(q(run.opt.source_root + "/etc/specshim/config.toml") + " missing from the source root");
 }
 
+void check_new_config(const Run& run, const std::string& chain_path) {
+  std::string text, name;
+  if (!run.opt.config_file.empty()) {
+    name = run.opt.config_file;
+    auto given = read_file(name);
+    if (!given) throw Error("--config " + q(name) + ": cannot read it");
+    text = *given;
+  } else if (exists(run.host(kConfigRel))) {
+    name = run.host(kConfigRel);
+    text = read_file(name).value_or("");
+  } else {
+    name = run.opt.source_root + kConfigRel;
+    text = render_config(run, chain_path);
+  }
+  try {
+    read_config_file(config::Document::parse(text, name));
+  } catch (const std::exception& e) {
+    throw Error("refusing to install: this package's specshim (" SPECSHIM_VERSION ") cannot load the config: " +
+                describe(e) + "; nothing on the node was changed");
+  }
+  run.log("the config " + (run.opt.config_file.empty() ? run.strip_root(name) : name) + " loads");
+}
+
 void install_binary(Run& run, Payload& p) {
   std::string src = binary_src(run);
   if (!is_executable(src)) throw Error(q(src) + " is missing or not executable");
@@ -105,12 +134,37 @@ void install_helper(Run& run, Payload& p) {
   p.helper_installed = "1";
 }
 
+namespace {
+
+// install_site_config puts --config's bytes in place of the node's config,
+// which is kept as a backup; check_new_config has read them already. The
+// state is left as it was: the site's file is never uninstalled.
+void install_site_config(Run& run, const std::string& dst) {
+  std::string text = read_file(run.opt.config_file).value_or("");
+  if (read_file(dst) == text) {
+    run.log("/etc/specshim/config.toml already holds " + run.opt.config_file);
+    return;
+  }
+  if (exists(dst) && !run.dry) backup(run, dst);
+  if (!run.dry) {
+    mkdirs(cc::dirname(dst));
+    replace_file(dst, text, 0644);
+  }
+  run.change("installed " + run.opt.config_file + " as /etc/specshim/config.toml");
+}
+
+}  // namespace
+
 void install_config(Run& run, Payload& p, const std::string& chain_path) {
   std::string src = run.opt.source_root + "/etc/specshim/config.toml";
   std::string dst = run.host("/etc/specshim/config.toml");
   p.config_installed = state_get(run, "config_installed");
   if (p.config_installed.empty()) p.config_installed = "0";
   p.config_chain_path = state_get(run, "config_chain_path");
+  if (!run.opt.config_file.empty()) {
+    install_site_config(run, dst);
+    return;
+  }
   if (exists(dst)) {
     run.log("keeping existing /etc/specshim/config.toml");
     return;
