@@ -12,6 +12,7 @@
 // dir in a temp dir ([cdi] spec-dirs).
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 
 #include "container.h"
@@ -395,4 +396,71 @@ TEST_CASE("diagnose allocation: a hot-plugged GPU beyond the container's grant f
   auto hint = checks(d.report, "allocation", "/dev/accel-extra")[0]["hint"].get<std::string>();
   CHECK_THAT(hint, Catch::Contains("specshim detach"));
   CHECK(statuses(d.report, "hot-plug", "/dev/accel-extra") == std::set<std::string>{"ok"});
+}
+
+TEST_CASE("diagnose --all: of two pods granted the resource, names the one whose answer lacks require-env keys") {
+  // Seed 002's recovery: two plugins registered one resource, and the pods
+  // the wrong one answered for run without the limits the right one sets.
+  // The checkpoint holds both answers; the config says what the right one
+  // sets (require-env).
+  const std::string other_uid = "0f6a1c2e-0000-4000-8000-0000000000d2";
+  Host host;
+  write_file(host.config, read_file(host.config) + "\n[[device-plugin.resources]]\nname = \"" + kResource +
+                              "\"\nrequire-env = [\"ACCEL_MEMORY_LIMIT_*\"]\n");
+  AllocateResponse right, wrong;
+  right.devices = wrong.devices = {{"/dev/accel0", host.node.string(), "rw"}};
+  right.envs = {{"ACCEL_VISIBLE", "0"}, {"ACCEL_MEMORY_LIMIT_0", "8g"}};
+  wrong.envs = {{"ACCEL_VISIBLE", "1"}};
+  write_checkpoint(host.kubelet,
+                   {{kUid, "main", kResource, {{"0", {"accel-0"}}}, right},
+                    {other_uid, "main", kResource, {{"0", {"accel-1"}}}, wrong}},
+                   {}, CheckpointLayout::numa);
+  fs::path root = host.tmp / "runc-root";
+  Running limited(
+      host.tmp / "a",
+      [](BusyboxBundle& b) {
+        cri_accel(b);
+        env(b, {"ACCEL_VISIBLE=0", "ACCEL_MEMORY_LIMIT_0=8g"});
+      },
+      "it-diag-all", root);
+  Running unlimited(
+      host.tmp / "b",
+      [&](BusyboxBundle& b) {
+        cri_accel(b);
+        b.spec()["annotations"]["io.kubernetes.cri.sandbox-name"] = "other";
+        b.spec()["annotations"]["io.kubernetes.cri.sandbox-uid"] = other_uid;
+        env(b, {"ACCEL_VISIBLE=1"});
+      },
+      "it-diag-all", root);
+  Running sandbox(
+      host.tmp / "s", [](BusyboxBundle& b) { b.spec()["annotations"]["io.kubernetes.cri.container-type"] = "sandbox"; },
+      "it-diag-all", root);
+
+  auto run = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {SPECSHIM_BINARY, "diagnose",          "--all", "--root", root.string(),
+                                     "--config",      host.config.string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_process(args);
+  };
+  auto r = run({"--format", "json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  std::map<std::string, Json> reports;
+  for (const auto& report : Json::parse(r.out)) reports[report["container"]] = report;
+  REQUIRE(reports.size() == 2);  // the sandbox is not inspected
+  CHECK(failing_layers(reports.at(limited.id())).empty());
+  CHECK(statuses(reports.at(limited.id()), "allocation", kResource).count("ok") == 1);
+  const Json& bad = reports.at(unlimited.id());
+  CHECK(failing_layers(bad) == std::set<std::string>{"allocation"});
+  CHECK(failing_subjects(bad, "allocation") == std::set<std::string>{kResource});
+  auto failed = messages(bad, "allocation", kResource, "fail");
+  CHECK(any_contains(failed, "no env ACCEL_MEMORY_LIMIT_*"));
+  CHECK(any_contains(failed, "the plugin that answered set ACCEL_VISIBLE"));
+
+  auto text = run({});
+  INFO(text.out);
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find(unlimited.id() + "  team-a/other/main  FAIL  (allocation)") != std::string::npos);
+  CHECK(text.out.find(limited.id() + "  team-a/trainer/main  ") != std::string::npos);
+  CHECK(text.out.find("2 containers: 1 failed, ") != std::string::npos);
 }

@@ -54,6 +54,32 @@ void check_cdi_names(const Setup& setup, const Container& c, const std::string& 
   }
 }
 
+// check_required_env: the answer the kubelet cached sets every key the
+// resource's require-env lists. One that does not came from another plugin
+// than the one that sets them (seed 002: two plugins registered one
+// resource, and the pod runs without the limits the right one sets). The
+// checkpoint keeps the answer, not its socket: the keys it set name the
+// plugin.
+void check_required_env(const Setup& setup, const kubelet::CheckpointEntry& e, Report& r) {
+  const device_plugin::Resource* resource = setup.device_plugin.find(e.resource);
+  if (!resource || resource->require_env.empty()) return;
+  const std::vector<std::pair<std::string, std::string>> envs(e.alloc->envs.begin(), e.alloc->envs.end());
+  auto missing = device_plugin::missing_env(resource->require_env, envs);
+  if (missing.empty()) {
+    r.add(kAllocation, e.resource, Severity::ok,
+          "the answer sets every require-env key (" + join(resource->require_env, ", ") + ")");
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : e.alloc->envs) keys.push_back(k);
+  r.add(kAllocation, e.resource, Severity::fail,
+        "the answer the kubelet cached has no env " + join(missing, ", ") + " (require-env of " + q(e.resource) +
+            "); the plugin that answered set " + (keys.empty() ? std::string("no env") : join_some(keys, ", ")),
+        "another device plugin registered " + q(e.resource) +
+            " and answered for this pod, which runs without what the right plugin sets: recreate the pod once "
+            "only that plugin serves the resource (`specshim doctor` names the plugins serving each resource)");
+}
+
 void check_answer(const Setup& setup, const Container& c, const kubelet::CheckpointEntry& e, Report& r,
                   std::vector<Device>& out) {
   const kubelet::AllocateResponse& a = *e.alloc;
@@ -79,6 +105,7 @@ void check_answer(const Setup& setup, const Container& c, const kubelet::Checkpo
     d->bind = userns::binds_device(c.spec, d->path, d->host_path);
     out.push_back(std::move(*d));
   }
+  check_required_env(setup, e, r);
   for (const auto& [key, value] : a.envs) {
     auto got = c.spec.env(key);
     if (!got)

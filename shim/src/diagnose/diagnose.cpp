@@ -41,6 +41,7 @@ Setup read_setup(const Options& o) {
   s.kubelet_root = dp.kubelet_root;
   s.kubelet_budget = dp.budget;
   s.accelerators = allocation_sources(root, config.hotplug.proc);
+  s.device_plugin = std::move(dp);
   return s;
 }
 
@@ -81,7 +82,9 @@ std::vector<Device> selected(const Setup& setup, const Container& c, const Optio
   return out;
 }
 
-Report run(const Setup& setup, const Container& c, const Options& o) {
+}  // namespace
+
+Report run_layers(const Setup& setup, const Container& c, const Options& o) {
   Report r;
   std::vector<Device> devices = check_allocation(setup, c, r);
   for (auto& d : check_spec(setup, c, r)) add_device(devices, std::move(d));
@@ -94,6 +97,8 @@ Report run(const Setup& setup, const Container& c, const Options& o) {
   check_hotplug(c, r);
   return r;
 }
+
+namespace {
 
 std::string label(Severity s) {
   return s == Severity::warn ? "WARN" : s == Severity::fail ? "FAIL" : std::string(severity_name(s));
@@ -128,7 +133,7 @@ std::string render_text(const Container& c, const Report& r) {
   return out;
 }
 
-std::string render_json(const Container& c, const Report& r) {
+nlohmann::ordered_json to_json(const Container& c, const Report& r) {
   nlohmann::ordered_json j;
   j["container"] = c.id;
   if (c.identity.pod.empty())
@@ -143,7 +148,7 @@ std::string render_json(const Container& c, const Report& r) {
                            {"status", severity_name(f.status)},
                            {"message", f.message},
                            {"hint", f.hint}});
-  return j.dump(2) + "\n";
+  return j;
 }
 
 }  // namespace diagnose
@@ -165,18 +170,23 @@ int diagnose_main(const std::vector<std::string>& argv) {
   cli.option("--device", o.devices, "PATH: check only this device path in the container").one_value_each();
   cli.option("--cdi", o.cdi, "VENDOR/CLASS=NAME: check only the nodes of this CDI device").one_value_each();
   cli.option("CONTAINER-ID", o.id, "the container, as the runtime knows it");
+  cli.flag("--all", o.all, "every live container of --root but sandboxes: a summary line each, then its failures");
   if (int rc = cli.parse(argv); rc >= 0) return rc == 0 ? 0 : 2;
   try {
     if (!o.container.empty() && o.pod.empty()) throw CannotInspect("--container needs --pod");
-    if (o.id.empty() == o.pod.empty()) throw CannotInspect("give either CONTAINER-ID or --pod NAMESPACE/NAME");
+    if (o.all && (!o.id.empty() || !o.pod.empty() || !o.devices.empty() || !o.cdi.empty()))
+      throw CannotInspect("--all checks every container and every device: no CONTAINER-ID, --pod, --device or --cdi");
+    if (!o.all && o.id.empty() == o.pod.empty())
+      throw CannotInspect("give either CONTAINER-ID, --pod NAMESPACE/NAME or --all");
     if (!o.pod.empty()) split_pod(o.pod);  // a usage error before anything else is read
     if (::geteuid() != 0)
       throw CannotInspect("must run as root on the host (euid " + std::to_string(::geteuid()) +
                           "): it reads the container's process, cgroups and files");
     Setup setup = read_setup(o);
+    if (o.all) return diagnose_all(setup, o);
     Container c = open_container(setup, find_container(setup, o), o.sysfs);
-    Report r = run(setup, c, o);
-    std::cout << (o.format == "json" ? render_json(c, r) : render_text(c, r));
+    Report r = run_layers(setup, c, o);
+    std::cout << (o.format == "json" ? to_json(c, r).dump(2) + "\n" : render_text(c, r));
     return r.failed() ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "specshim diagnose: " << describe(e) << "\n";

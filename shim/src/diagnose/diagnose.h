@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,6 +121,7 @@ struct Options {
   std::string container;  // with --pod
   std::vector<std::string> devices;
   std::vector<std::string> cdi;
+  bool all = false;  // --all: every live container of the root (shim/src/diagnose/all.cpp)
 };
 
 // Setup is what the config says where to look.
@@ -133,6 +135,9 @@ struct Setup {
   // allocation layer's check for nodes beyond the grant); the driver's GPU
   // list is under [hotplug] proc.
   pod_allocation::Sources accelerators;
+  // [device-plugin]'s resources: their require-env, which every answer the
+  // kubelet cached for them must set (the allocation layer).
+  device_plugin::Config device_plugin;
 };
 
 // CannotInspect is why the container cannot be looked at: exit 2.
@@ -193,9 +198,20 @@ std::vector<Device> cdi_devices(const Setup& setup, const Spec& spec, const std:
 // Device; nullopt when there is none or it is not a char/block device.
 std::optional<Device> host_device(const std::string& host_path, std::string container_path, std::string source);
 
+// run_layers runs the layers in order on one container (--device and --cdi
+// narrow the devices).
+Report run_layers(const Setup& setup, const Container& c, const Options& o);
+
 // render_text: one aligned line per finding, the hints of warn and fail
-// lines below them; render_json: the documented JSON object.
+// lines below them; to_json: the documented JSON object.
 std::string render_text(const Container& c, const Report& r);
-std::string render_json(const Container& c, const Report& r);
+nlohmann::ordered_json to_json(const Container& c, const Report& r);
+
+// diagnose_all checks every live container of the root but sandboxes and
+// prints one summary line each with its failing findings (text) or an array
+// of to_json objects. Returns the exit status: 1 when a check failed or a
+// container could not be inspected, else 0. Throws CannotInspect when the
+// runtime cannot list the root.
+int diagnose_all(const Setup& setup, const Options& o);
 
 }  // namespace specshim::shim::diagnose
