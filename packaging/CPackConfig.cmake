@@ -59,6 +59,7 @@ install(FILES
 # rest; systemd also reads /usr/local/lib/systemd/system). Its ExecStart names
 # /usr/bin/specshim, as the containerd snippets do.
 install(FILES "${_pkg}/systemd/specshim-reconcile.service" "${_pkg}/systemd/specshim-nri.service"
+              "${_pkg}/systemd/specshim-nvidia-cdi.service" "${_pkg}/systemd/specshim-nvidia-cdi.path"
         DESTINATION lib/systemd/system)
 install(PROGRAMS "${_pkg}/install-on-host.sh" DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/specshim")
 install(FILES "${_pkg}/debian/copyright" "${_pkg_out}/changelog.gz" DESTINATION "${_doc}")

@@ -297,3 +297,27 @@ TEST_CASE(
   }
   CHECK_FALSE(c.runtime_ran());  // refused before the runtime is asked for any container
 }
+
+TEST_CASE("cdi: a GPU NVIDIA's spec lacks fails the create, saying how to regenerate the spec") {
+  Cli c;
+  fs::create_directories(c.tmp / "cdi");
+  c.write_config("[cdi]\nspec-dirs = [\"" + (c.tmp / "cdi").string() + "\"]\n");
+  write_file(
+      c.bundle / "config.json",
+      R"({"ociVersion":"1.0.2","process":{"args":["sh"]},"annotations":{"cdi.k8s.io/gpu":"nvidia.com/gpu=GPU-0a1b"}})");
+  auto r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_FALSE(c.runtime_ran());
+  REQUIRE_THAT(c.last_error(), Catch::Contains("unresolvable CDI devices nvidia.com/gpu=GPU-0a1b"));
+  REQUIRE_THAT(c.last_error(),
+               Catch::Contains("NVIDIA's spec lacks it: regenerate it (`systemctl restart nvidia-cdi-refresh.service` "
+                               "or specshim-nvidia-cdi.service, or `nvidia-ctk cdi generate "
+                               "--output=/var/run/cdi/nvidia.yaml`)"));
+  // Another vendor's device gets no such advice.
+  write_file(
+      c.bundle / "config.json",
+      R"({"ociVersion":"1.0.2","process":{"args":["sh"]},"annotations":{"cdi.k8s.io/x":"example.com/accel=0"}})");
+  r = c.shim(c.create_args({"create", "--bundle", c.bundle.string(), "id"}));
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(c.last_error(), !Catch::Contains("NVIDIA"));
+}

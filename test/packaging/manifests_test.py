@@ -143,6 +143,35 @@ class ManifestsTest(unittest.TestCase):
             self.assertRegex(text, r"(?m)^\s*# " + re.escape(opt_in) + ",$")
 
 
+def unit_keys(name):
+    """A systemd unit's key = value lines, each key's values in order."""
+    keys = {}
+    with open(os.path.join(SOURCE_DIR, "packaging", "systemd", name)) as f:
+        for line in f:
+            if "=" in line and not line.startswith(("#", "[")):
+                k, v = line.rstrip("\n").split("=", 1)
+                keys.setdefault(k, []).append(v)
+    return keys
+
+
+class UnitsTest(unittest.TestCase):
+    def test_nvidia_cdi_unit_writes_the_spec_before_containerd_and_the_kubelet(self):
+        service = unit_keys("specshim-nvidia-cdi.service")
+        self.assertEqual(service["ExecStart"], ["/usr/bin/nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml"])
+        self.assertEqual(set(service["Before"][0].split()), {"containerd.service", "kubelet.service"})
+        self.assertEqual(service["Type"], ["oneshot"])
+        # Stands aside where NVIDIA's own unit is installed.
+        self.assertIn("!/usr/lib/systemd/system/nvidia-cdi-refresh.service", service["ConditionPathExists"])
+        path = unit_keys("specshim-nvidia-cdi.path")
+        self.assertEqual(path["Unit"], ["specshim-nvidia-cdi.service"])
+        self.assertIn("/lib/modules/%v/modules.dep", path["PathChanged"])
+        # What doctor and the create's error tell operators to run is what the unit runs.
+        with open(os.path.join(SOURCE_DIR, "node", "include", "specshim", "node", "nvidia_cdi.h")) as f:
+            header = f.read()
+        self.assertIn('kRefresh = "' + service["ExecStart"][0].removeprefix("/usr/bin/") + '"', header)
+        self.assertIn('"specshim-nvidia-cdi.service"', header)
+
+
 if __name__ == "__main__":
     SOURCE_DIR = sys.argv[1]
     unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)

@@ -14,6 +14,7 @@
 #include "specshim/base/text.h"
 #include "specshim/node/cdi.h"
 #include "specshim/node/cdi_cache.h"
+#include "specshim/node/nvidia_cdi.h"
 
 namespace specshim {
 namespace {
@@ -140,6 +141,14 @@ Error cdi::unresolvable_error(const std::vector<std::string>& missing, const Reg
   if (!conflicts.empty()) msg += "; " + join_some(conflicts, "; ");
   if (!reg.dir_errors.empty()) msg += "; " + join_some(reg.dir_errors, "; ");
   msg += "; searched " + (reg.dirs.empty() ? std::string("no spec dirs") : join(reg.dirs, ", "));
+  // NVIDIA's spec is generated on the node: one that lacks a GPU is stale or
+  // was never written since boot (/var/run/cdi is a tmpfs).
+  const std::string gpu_prefix = std::string(nvidia::kGpuKind) + "=";
+  if (std::any_of(missing.begin(), missing.end(), [&](const std::string& n) { return n.rfind(gpu_prefix, 0) == 0; }))
+    msg +=
+        "; NVIDIA's spec lacks it: regenerate it (`systemctl restart nvidia-cdi-refresh.service` or "
+        "specshim-nvidia-cdi.service, or `" +
+        std::string(nvidia::kRefresh) + "`); `specshim doctor` compares it with the driver";
   return Error(msg);
 }
 

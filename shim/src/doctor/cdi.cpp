@@ -13,6 +13,7 @@
 #include "doctor/doctor.h"
 #include "specshim/modifiers/env_devices.h"
 #include "specshim/node/cdi_cache.h"
+#include "specshim/node/nvidia_cdi.h"
 
 namespace specshim::shim::doctor {
 namespace {
@@ -115,6 +116,69 @@ void check_present(const env_devices::Entry& e, const cdi::Registry& reg, Check&
                               "inside a container wants scope = \"visible\"");
 }
 
+// refresh_unit names the unit that regenerates NVIDIA's spec (enabled or
+// only installed), "" when there is none.
+std::pair<std::string, bool> refresh_unit(const Host& host) {
+  std::error_code ec;
+  for (std::string_view unit : nvidia::kRefreshUnits) {
+    bool installed = false;
+    for (const char* dir : {"/etc/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/"})
+      installed = installed || std::filesystem::exists(host.path(dir + std::string(unit)), ec);
+    if (!installed) continue;
+    // Enabled: a link in some target's .wants, to the service or to its .path unit.
+    std::string path_unit = std::string(unit.substr(0, unit.size() - 8)) + ".path";
+    bool enabled = false;
+    for (const auto& e : std::filesystem::directory_iterator(host.path("/etc/systemd/system"), ec))
+      for (const std::string& name : {std::string(unit), path_unit})  // a link, dangling under --host-root
+        enabled = enabled ||
+                  std::filesystem::symlink_status(e.path() / name, ec).type() != std::filesystem::file_type::not_found;
+    return {std::string(unit), enabled};
+  }
+  return {"", false};
+}
+
+// check_nvidia_spec: with NVIDIA's driver loaded, the spec files of
+// nvidia.com/gpu must describe it, and something must regenerate them.
+void check_nvidia_spec(const Host& host, const Loaded& loaded, const cdi::Registry& reg, Check& c) {
+  std::filesystem::path proc = host.path(loaded.hotplug.proc);
+  auto version = nvidia::driver_version(proc);
+  if (!version) return;
+  std::vector<nvidia::Gpu> gpus;
+  try {
+    gpus = nvidia::read_gpus(proc);
+  } catch (const Error& e) {
+    c.add(Severity::warn, std::string("NVIDIA's GPUs: ") + e.what());
+  }
+  auto [unit, enabled] = refresh_unit(host);
+  std::string refresh = unit.empty() || !enabled
+                            ? "run `" + std::string(nvidia::kRefresh) + "`"
+                            : "run `systemctl restart " + unit + "` (`" + std::string(nvidia::kRefresh) + "`)";
+  bool any = false;
+  for (const auto& f : reg.files) {
+    if (!f.spec || f.spec->kind != nvidia::kGpuKind) continue;
+    any = true;
+    auto fresh = nvidia::freshness(*f.spec, *version, gpus);
+    if (fresh.stale.empty())
+      c.add(Severity::ok, f.path + ": describes NVIDIA driver " + *version + " and its " + count(gpus.size(), "GPU"));
+    else
+      c.add(Severity::fail, f.path + ": stale: " + join(fresh.stale, "; ") +
+                                ": creates get the wrong libraries or miss GPUs; " + refresh);
+  }
+  if (!any)
+    c.add(Severity::warn, "NVIDIA driver " + *version + " is loaded, but no spec file defines `" +
+                              std::string(nvidia::kGpuKind) + "` devices: creates that ask for a GPU by name fail; " +
+                              refresh);
+  if (unit.empty())
+    c.add(Severity::warn,
+          "nothing regenerates NVIDIA's CDI spec at boot (/var/run/cdi is a tmpfs) or on a driver change: enable "
+          "NVIDIA's nvidia-cdi-refresh.path (toolkit 1.18 and later) or specshim-nvidia-cdi.path (this package)");
+  else if (!enabled)
+    c.add(Severity::warn, unit + " is installed but not enabled: `systemctl enable --now " +
+                              unit.substr(0, unit.size() - 8) + ".path " + unit + "`");
+  else
+    c.add(Severity::info, unit + " regenerates NVIDIA's CDI spec at boot");
+}
+
 }  // namespace
 
 Check check_cdi(const Host& host, const Loaded& loaded) {
@@ -152,6 +216,8 @@ Check check_cdi(const Host& host, const Loaded& loaded) {
     else
       check_present(e, reg, c);
   }
+
+  check_nvidia_spec(host, loaded, reg, c);
 
   if (reg.files.empty()) {
     c.add(Severity::info, "no CDI spec files");
