@@ -49,7 +49,7 @@ ContainerMatch match_of(const std::string& toml) {
   docs.push_back(config::Document::parse("[m.match]\n" + toml, "m.toml"));
   auto root = docs.back().root();
   auto t = root.section("m");
-  return read_container_match(t, "");
+  return read_container_match(t, "", "");
 }
 
 Json privileged_spec(std::vector<std::string_view> drop = {},
