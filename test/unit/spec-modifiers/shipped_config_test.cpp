@@ -57,7 +57,7 @@ TEST_CASE("the shipped config turns on exactly the documented default modifiers"
 TEST_CASE("a table that is present but empty means its defaults, for every table") {
   const auto defaults = modifiers_on("");
   REQUIRE(defaults == kDocumentedDefaults);
-  std::vector<std::string> tables = {"chain", "runtime", "log", "kubelet"};
+  std::vector<std::string> tables = {"chain", "runtime", "log", "kubelet", "policy"};
   for (const auto& e : registry()) tables.emplace_back(e.name);
   for (const auto& t : tables) {
     INFO("[" << t << "]");
