@@ -128,7 +128,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.env_devices = std::move(facts.env_devices);
     for (const auto& patch : facts.patches)
       c.add(Severity::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
-                                std::to_string(patch.set_mounts.size()) + " set-mounts");
+                                std::to_string(patch.set_mounts.size()) + " set-mounts; for " + patch.match.describe());
     std::string on, off;
     for (const auto& e : registry()) {
       std::string& list = loaded.on(e.name) ? on : off;
