@@ -134,12 +134,30 @@ std::optional<std::string> pod_namespace(const Spec& spec) {
   return cri.pod.ns;
 }
 
+std::vector<std::string> image_references(const Spec& spec) {
+  Cri cri = read_cri(spec);
+  if (!cri.engine || cri.kind != ContainerKind::container) return {};
+  const CriKeys& own = *cri.engine;
+  for (const CriKeys* other : kEngines)
+    if (other != &own && present(spec, other->kind) && text_of(spec, own.image) != text_of(spec, other->image))
+      throw Error("the spec carries the image keys of both " + std::string(own.engine) + " and " +
+                  std::string(other->engine) + ", and they disagree (`" + std::string(own.image) + "` is " +
+                  shown(text_of(spec, own.image)) + " where `" + std::string(other->image) + "` is " +
+                  shown(text_of(spec, other->image)) +
+                  "): one of them was copied from the pod, and the container is refused rather than guessed");
+  std::vector<std::string> refs;
+  for (std::string_view key : {own.image, own.image_ref})
+    if (auto v = key.empty() ? std::nullopt : spec.annotation(key); v && !v->empty()) refs.push_back(*v);
+  return refs;
+}
+
 bool foreign_key(const Spec& spec, std::string_view key) {
   Cri cri = read_cri(spec);
   for (const CriKeys* keys : kEngines) {
     if (keys == cri.engine) continue;
-    for (std::string_view k : {keys->kind, keys->pod_namespace, keys->pod_name, keys->pod_uid, keys->container})
-      if (k == key) return true;
+    for (std::string_view k : {keys->kind, keys->pod_namespace, keys->pod_name, keys->pod_uid, keys->container,
+                               keys->image, keys->image_ref})
+      if (!k.empty() && k == key) return true;
   }
   return key == kCrioLabels && cri.engine != &kCrio;
 }

@@ -11,6 +11,7 @@
 #include "specshim/base/error.h"
 #include "specshim/modifiers/config_file.h"
 #include "specshim/modifiers/create.h"
+#include "specshim/modifiers/factories.h"
 #include "specshim/modifiers/passwd_copies.h"
 #include "verb_cli.h"
 #include "verbs.h"
@@ -37,8 +38,10 @@ int nri_hook_main(const std::vector<std::string>& argv) {
     std::filesystem::path copies = plugin.container_dir(id);
     ConfigFile config = read_config_file(config_file);
     create::BundleDir dir{bundle};
-    auto passwd_table = config.doc.root().section("passwd");
-    passwd::fill_copies(passwd_table, dir.read(), bundle, copies);
+    auto root = config.doc.root();
+    const ChainPlan plan = plan_chain(root);
+    auto passwd_table = root.section("passwd");
+    passwd::fill_copies(passwd_table, plan, dir.read(), bundle, copies);
     return 0;
   } catch (const std::exception& e) {
     // runc puts a failed hook's stderr in its error, which containerd returns

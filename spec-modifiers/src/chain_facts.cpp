@@ -16,7 +16,7 @@ ChainFacts chain_facts(const config::Document& doc) {
   if (plan.lists("env-devices")) facts.env_devices = plan.env_devices;
   if (plan.lists("patches") && root.kind("patches") == config::Kind::array) {
     auto view = root.only("patches");
-    facts.patches = patches::read_patches(view);
+    facts.patches = patches::read_patches(view, plan.opt_out);
   }
   return facts;
 }

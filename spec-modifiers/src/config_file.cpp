@@ -3,6 +3,7 @@
 
 #include "specshim/base/error.h"
 #include "specshim/node/cdi.h"
+#include "specshim/node/container_match.h"
 
 namespace specshim {
 
@@ -35,6 +36,7 @@ Settings read_settings(config::Section& root) {
     else if (*on_error != "fail")
       policy.fail("on-config-error", "must be \"fail\" (the default) or \"pass\"");
   }
+  read_opt_out(policy);  // the chain's plan keeps it (plan_chain); read here so that finish knows it
   policy.finish();
   return s;
 }

@@ -22,6 +22,12 @@ std::unique_ptr<Modifier> alone(config::Section& section, const ChainPlan&, Kube
   return make(section);
 }
 
+// planned adapts the factory of a modifier that reads only the plan.
+template <std::unique_ptr<Modifier> (*make)(config::Section&, const ChainPlan&)>
+std::unique_ptr<Modifier> planned(config::Section& section, const ChainPlan& plan, KubeletSessions&) {
+  return make(section, plan);
+}
+
 // feed_order_problem says which modifier would read a part of the context
 // (Feed) before a later one writes it, or "" when none does.
 std::string feed_order_problem(const std::vector<std::unique_ptr<Modifier>>& chain) {
@@ -43,7 +49,7 @@ const std::vector<ModifierEntry>& registry() {
   static const std::vector<ModifierEntry> entries = {
       // modifier entries go here, in default order
       // clang-format off
-      {"passwd", alone<make_passwd>},
+      {"passwd", planned<make_passwd>},
       {"device-plugin", make_device_plugin},
       {"cpuset", make_cpuset},
       {"env-devices", make_env_devices},
@@ -51,7 +57,7 @@ const std::vector<ModifierEntry>& registry() {
       {"cdi", alone<make_cdi>},
       {"requirements", alone<make_requirements>},
       {"devices-cgroup", alone<make_devices_cgroup>},
-      {"patches", alone<make_patches>},
+      {"patches", planned<make_patches>},
       // clang-format on
   };
   return entries;
@@ -100,7 +106,15 @@ ChainPlan plan_chain(config::Section& root) {
   if (auto hotplug = root.table("hotplug");
       hotplug && hotplug->kind("enabled") == config::Kind::boolean && hotplug->boolean("enabled") == true)
     plan.allocation = allocation_sources(root, plan.kubelet_keys, plan.env_devices, "/proc");
+  plan.opt_out = read_opt_out_annotation(root);
   return plan;
+}
+
+std::string read_opt_out_annotation(config::Section& root) {
+  // [policy] is finished by read_settings (config_file.cpp), which reads its
+  // every key: this Section knows only the one read here.
+  config::Section policy = root.section("policy");
+  return read_opt_out(policy);
 }
 
 Chain build_chain(config::Section& root) {

@@ -93,7 +93,7 @@ TEST_CASE("doctor: a valid config reports modifiers on and off, and its rules") 
   h.write_config(
       "[[patches]]\nname = \"vgpu\"\nops = [{ op = \"add\", path = \"/process/env/-\", value = \"A=1\" }]\n"
       "set-mounts = [{ destination = \"/etc/ld.so.preload\", source = \"/p\" }]\n");
-  REQUIRE_THAT(h.report(), HasFinding("config", "info", "patch `vgpu`: 1 ops, 1 set-mounts"));
+  REQUIRE_THAT(h.report(), HasFinding("config", "info", "patch `vgpu`: 1 ops, 1 set-mounts; for every container"));
 
   h.write_config("[[requirements]]\nname = \"vfio\"\nmatch = { resources = [\"example.com/vfio\"] }\n");
   json by_resource = h.report();
@@ -114,6 +114,17 @@ TEST_CASE("doctor: the passwd scope and required are reported") {
   REQUIRE_THAT(h.report(), HasFinding("config", "info",
                                       "passwd: entries for namespaces ml-*; uids 1000-65535; an entry that cannot be "
                                       "ensured fails the create (required = true)"));
+  h.write_config(
+      "[policy]\nopt-out-annotation = \"example.com/skip\"\n[passwd]\n"
+      "match = { images = [\"nvcr.io/*\"], not = { namespaces = [\"kube-*\"] } }\n"
+      "[[patches]]\nname = \"p\"\nops = [{ op = \"add\", path = \"/x\", value = 1 }]\n");
+  json rollout = h.report();
+  REQUIRE_THAT(rollout, HasFinding("config", "info",
+                                   "passwd: entries for images nvcr.io/*; not (namespaces kube-*); unless opted out "
+                                   "(annotation example.com/skip = \"true\"); where an entry cannot be ensured"));
+  REQUIRE_THAT(rollout, HasFinding("config", "info",
+                                   "patch `p`: 1 ops, 0 set-mounts; for every container; unless opted out "
+                                   "(annotation example.com/skip = \"true\")"));
   h.write_config("[passwd]\nenabled = false\n");
   REQUIRE_THAT(h.report(), !HasFinding("config", "info", "passwd: entries for"));
 }

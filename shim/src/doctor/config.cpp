@@ -28,8 +28,9 @@ std::string describe_rule(const requirements::Rule& r) {
 // where one cannot be ensured: what a default-handler rollout changes.
 std::string passwd_scope(const config::Document& doc) {
   auto root = doc.root();
+  std::string opt_out = read_opt_out_annotation(root);
   auto passwd = root.section("passwd");
-  PasswdScope scope = read_passwd_scope(passwd);
+  PasswdScope scope = read_passwd_scope(passwd, opt_out);
   return "passwd: entries for " + scope.match.describe() +
          (scope.required ? "; an entry that cannot be ensured fails the create (required = true)"
                          : "; where an entry cannot be ensured the container runs without one (required = false)");
@@ -127,7 +128,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
     loaded.env_devices = std::move(facts.env_devices);
     for (const auto& patch : facts.patches)
       c.add(Severity::info, "patch `" + patch.name + "`: " + std::to_string(patch.ops.size()) + " ops, " +
-                                std::to_string(patch.set_mounts.size()) + " set-mounts");
+                                std::to_string(patch.set_mounts.size()) + " set-mounts; for " + patch.match.describe());
     std::string on, off;
     for (const auto& e : registry()) {
       std::string& list = loaded.on(e.name) ? on : off;

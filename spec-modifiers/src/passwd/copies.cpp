@@ -77,7 +77,7 @@ const Json* mount_over(const Spec& spec, const Copy& f) {
   return nullptr;
 }
 
-void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem::path& bundle,
+void fill_copies(config::Section& passwd_table, const ChainPlan& plan, Spec spec, const std::filesystem::path& bundle,
                  const std::filesystem::path& dir) {
   // The modifier reads the image's files below root.path and mounts its
   // copies from ctx.bundle: the spec it sees has root.path made absolute and
@@ -98,7 +98,7 @@ void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem
 
   Context ctx;
   ctx.bundle = dir;
-  if (auto m = make_passwd(passwd_table)) {
+  if (auto m = make_passwd(passwd_table, plan)) {
     std::vector<std::unique_ptr<Modifier>> one;
     one.push_back(std::move(m));
     Chain(std::move(one)).run(spec, ctx);

@@ -184,6 +184,9 @@ class PasswdModifier : public Modifier {
   bool idempotent() const override { return true; }
 
   void apply(Spec& spec, Context& ctx) override {
+    if (opt_.scope.match.opted_out(spec))
+      return skip_all("opted out (annotation `" + opt_.scope.match.opt_out +
+                      "` is \"true\"): no entry, required or not");
     if (!opt_.scope.match.holds(spec)) return skip_all("outside [passwd] match (" + opt_.scope.match.describe() + ")");
     Overrides over = overrides(spec, opt_.allow_annotations);
     ensure(nullptr, [&] {
@@ -384,11 +387,11 @@ void read_template(config::Section& s, std::string_view key, Template& t) {
 
 }  // namespace
 
-PasswdScope read_passwd_scope(config::Section& s) {
-  return {read_container_match(s, ""), s.boolean("required").value_or(false)};
+PasswdScope read_passwd_scope(config::Section& s, std::string_view opt_out) {
+  return {read_container_match(s, "", opt_out), s.boolean("required").value_or(false)};
 }
 
-std::unique_ptr<Modifier> make_passwd(config::Section& s) {
+std::unique_ptr<Modifier> make_passwd(config::Section& s, const ChainPlan& plan) {
   Options o;
   bool enabled = s.boolean("enabled").value_or(true);
   read_template(s, "name-template", o.user_name);
@@ -412,7 +415,7 @@ std::unique_ptr<Modifier> make_passwd(config::Section& s) {
   if (!home.empty()) o.home = home;
   read_text(s, "shell", o.shell, path_problem);
   o.allow_annotations = s.boolean("allow-annotations").value_or(false);
-  o.scope = read_passwd_scope(s);
+  o.scope = read_passwd_scope(s, plan.opt_out);
   if (!enabled) return nullptr;
   return std::make_unique<PasswdModifier>(std::move(o));
 }

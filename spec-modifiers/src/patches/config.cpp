@@ -154,11 +154,11 @@ Json read_mount(config::Section& m, const std::string& what) {
   return mount;
 }
 
-Patch read_patch(config::Section& t) {
+Patch read_patch(config::Section& t, std::string_view opt_out) {
   Patch p;
   p.name = read_rule_name(t, "patch");
   bool allow_sensitive = t.boolean("allow-sensitive").value_or(false);
-  p.match = read_container_match(t, "patch `" + p.name + "`");
+  p.match = read_container_match(t, "patch `" + p.name + "`", opt_out);
   auto ops = t.tables("ops");
   for (std::size_t i = 0; i < ops.size(); ++i) p.ops.push_back(read_op(ops[i], i, p.name, allow_sensitive));
   auto mounts = t.tables("set-mounts");
@@ -184,8 +184,8 @@ std::string normal_destination(std::string_view destination) {
   return fs::clean_path(destination);
 }
 
-std::vector<Patch> read_patches(config::Section& s) {
-  return read_rule_list(s, "patches", "patch", read_patch);
+std::vector<Patch> read_patches(config::Section& s, std::string_view opt_out) {
+  return read_rule_list(s, "patches", "patch", [&](config::Section& t) { return read_patch(t, opt_out); });
 }
 
 }  // namespace specshim::patches

@@ -159,9 +159,9 @@ void Patches::apply(Spec& spec, Context&) {
 
 }  // namespace patches
 
-std::unique_ptr<Modifier> make_patches(config::Section& s) {
+std::unique_ptr<Modifier> make_patches(config::Section& s, const ChainPlan& plan) {
   if (!s.lists("patches", "patch")) return nullptr;
-  auto list = patches::read_patches(s);
+  auto list = patches::read_patches(s, plan.opt_out);
   if (list.empty()) return nullptr;
   return std::make_unique<patches::Patches>(std::move(list));
 }

@@ -49,7 +49,7 @@ ContainerMatch match_of(const std::string& toml) {
   docs.push_back(config::Document::parse("[m.match]\n" + toml, "m.toml"));
   auto root = docs.back().root();
   auto t = root.section("m");
-  return read_container_match(t, "");
+  return read_container_match(t, "", "");
 }
 
 Json privileged_spec(std::vector<std::string_view> drop = {},
@@ -149,6 +149,24 @@ TEST_CASE("pod_identity: a match table reads the other engine's identity keys as
   CHECK_FALSE(ns.holds(spec_with(with(kCrioKeys, {{"io.kubernetes.cri.sandbox-namespace", "kube-system"}}))));
   ContainerMatch kind = match_of("container-kind = \"container\"\n");
   CHECK_THROWS_AS(kind.holds(spec_with(with(kCrioKeys, {{"io.kubernetes.cri.container-type", "sandbox"}}))), Error);
+}
+
+TEST_CASE("pod_identity: image references are the engine's own image keys, for workload containers") {
+  using Refs = std::vector<std::string>;
+  Json containerd = with(kContainerdKeys, {{"io.kubernetes.cri.image-name", "docker.io/library/busybox:1.36"}});
+  CHECK(image_references(spec_with(containerd)) == Refs{"docker.io/library/busybox:1.36"});
+  Json crio = with(kCrioKeys, {{"io.kubernetes.cri-o.ImageName", "docker.io/library/busybox:1.36"},
+                               {"io.kubernetes.cri-o.ImageRef", "docker.io/library/busybox@sha256:1f2e"}});
+  CHECK(image_references(spec_with(crio)) ==
+        Refs{"docker.io/library/busybox:1.36", "docker.io/library/busybox@sha256:1f2e"});
+  CHECK(foreign_key(spec_with(crio), "io.kubernetes.cri.image-name"));
+  CHECK(foreign_key(spec_with(containerd), "io.kubernetes.cri-o.ImageRef"));
+  CHECK_FALSE(foreign_key(spec_with(crio), "io.kubernetes.cri-o.ImageRef"));
+  // The other family's keys, a sandbox's image and a container outside CRI: none.
+  CHECK(image_references(spec_with(with(kContainerdKeys, {{"io.kubernetes.cri-o.ImageName", "x:1"}}))).empty());
+  CHECK(image_references(spec_with(with(crio, {{"io.kubernetes.cri-o.ContainerType", "sandbox"}}))).empty());
+  CHECK(image_references(spec_with({{"io.kubernetes.cri.image-name", "x:1"}})).empty());
+  CHECK(image_references(spec_with(with(kCrioKeys, {{"io.kubernetes.cri-o.ImageName", ""}}))).empty());
 }
 
 TEST_CASE("pod_identity: privileged is every capability and a rule allowing every device") {

@@ -3,13 +3,14 @@
 // adds to the adjustment and makes on disk (nri/src/passwd_hook.h). The hook
 // that fills the copies runs in test/integration/nri_hook_test.cpp; what it
 // writes (specshim/modifiers/passwd_copies.h) is checked here too.
+#include "passwd_hook.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "passwd_hook.h"
 #include "specshim/modifiers/passwd_copies.h"
 #include "tempdir.h"
 
@@ -137,7 +138,7 @@ TEST_CASE("nri passwd copies: the image's own files fill root's 0644 copies, nev
   auto doc = specshim::config::Document::parse("", "c.toml");
   auto root = doc.root();
   auto table = root.section("passwd");
-  specshim::passwd::fill_copies(table, spec, bundle, dir);
+  specshim::passwd::fill_copies(table, specshim::ChainPlan(), spec, bundle, dir);
 
   CHECK(specshim::test::read_file(dir / "specshim-passwd") == passwd);
   CHECK(specshim::test::read_file(dir / "specshim-group") == "root:x:0:\n");

@@ -227,7 +227,7 @@ struct Bundle {
   Spec run(const std::string& config = "") {
     auto doc = config::Document::parse("[passwd]\n" + config, "t.toml");
     auto section = doc.root().section("passwd");
-    auto m = make_passwd(section);
+    auto m = make_passwd(section, ChainPlan());
     section.finish();
     Spec s = Spec::parse(spec.dump());
     m->apply(s, ctx);
@@ -356,7 +356,7 @@ TEST_CASE("modifier: config values are checked at load and name their key") {
   auto load = [](const std::string& text) {
     auto doc = config::Document::parse("[passwd]\n" + text, "c.toml");
     auto section = doc.root().section("passwd");
-    auto m = make_passwd(section);
+    auto m = make_passwd(section, ChainPlan());
     section.finish();
     return m;
   };

@@ -6,6 +6,7 @@
 #include "patches/modifier.h"
 #include "specshim/base/error.h"
 #include "specshim/modifiers/chain.h"
+#include "specshim/modifiers/chain_facts.h"
 #include "specshim/modifiers/factories.h"
 #include "specshim/modifiers/registry.h"
 
@@ -40,7 +41,7 @@ std::vector<patches::Patch> read(const std::string& text) {
   auto doc = config::Document::parse(text, "c.toml");
   auto root = doc.root();
   auto view = root.only("patches");
-  auto list = patches::read_patches(view);
+  auto list = patches::read_patches(view, "");
   view.finish();
   root.finish();
   return list;
@@ -443,4 +444,31 @@ TEST_CASE("patches: no [[patches]] leaves the modifier out of the chain") {
   CHECK_FALSE(has_patches(build("patches = []\n")));
   CHECK(has_patches(build(one("  { op = \"remove\", path = \"/a\" },"))));
   CHECK(build(one("  { op = \"remove\", path = \"/a\" },")).modifiers().back()->name() == "patches");
+}
+
+TEST_CASE("patches: [policy] opt-out-annotation reaches every patch, which then skips an opted-out container") {
+  std::string rules = one("  { op = \"add\", path = \"/process/env/-\", value = \"A=1\" },") +
+                      "match = { not = { annotations = { \"example.com/system\" = \"true\" } } }\n";
+  auto run = [](const std::string& config, const Json& annotations) {
+    Spec s = Spec::parse(kSpec);
+    for (auto& [k, v] : annotations.items()) s.json()["annotations"][k] = v;
+    Context ctx;
+    build("[chain]\norder = [\"patches\"]\n" + config).run(s, ctx);
+    return at(s, "/process/env").size() == 2;
+  };
+  std::string policy = "[policy]\nopt-out-annotation = \"example.com/skip-site-rules\"\n";
+  CHECK(run(rules, {{"example.com/skip-site-rules", "true"}}));  // off by default
+  CHECK_FALSE(run(policy + rules, {{"example.com/skip-site-rules", "true"}}));
+  CHECK(run(policy + rules, {{"example.com/skip-site-rules", "false"}}));
+  CHECK(run(policy + rules, Json::object()));
+  CHECK_FALSE(run(policy + rules, {{"example.com/system", "true"}}));  // excluded by `not`
+
+  auto doc = config::Document::parse(policy + rules, "c.toml");
+  CHECK(chain_facts(doc).patches[0].match.describe() ==
+        "every container; not (annotation example.com/system = true); unless opted out (annotation "
+        "example.com/skip-site-rules = \"true\")");
+  REQUIRE_THROWS_WITH(build("[policy]\nopt-out-annotations = \"x\"\n" + rules),
+                      Catch::Contains("line 2: unknown key `policy.opt-out-annotations`"));
+  REQUIRE_THROWS_WITH(build("[policy]\nopt-out-annotation = \"a b\"\n" + rules),
+                      Catch::Contains("line 2: `policy.opt-out-annotation`: \"a b\" is not an annotation key"));
 }

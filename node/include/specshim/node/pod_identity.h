@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Who a container is: the one place that reads a spec's Kubernetes identity
-// (pod, pod UID, container name, sandbox or container). Every reader asks
+// (pod, pod UID, container name, sandbox or container, image). Every reader asks
 // here: the modifiers, the hot-plug selection and bound, `match` tables,
 // reconcile, diagnose and specshim-nri.
 //
@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "specshim/base/spec.h"
 
@@ -37,22 +38,34 @@ struct CriKeys {
   std::string_view pod_name;
   std::string_view pod_uid;
   std::string_view container;  // the Kubernetes container name (workload containers only)
+  std::string_view image;      // a name of the container's image (workload containers only)
+  std::string_view image_ref;  // the image's digest reference or ID; empty: the engine writes none
 };
 
 // containerd's CRI (DefaultCRIAnnotations), and CRI-O's own ContainerType
-// beside the kubelet's labels it copies.
+// beside the kubelet's labels it copies. The image keys: containerd (1.5 and
+// later) writes image-name for workload containers: the name of its image
+// record that the kubelet's reference resolved to or, from 2.0 with a kubelet
+// that sends it (1.28 and later), the image as the pod spec wrote it
+// (UserSpecifiedImage). CRI-O writes ImageName (one of the image's names, ""
+// for an image known by ID only) and ImageRef (the image's first repo digest,
+// repo@sha256:..., in older releases; its ID, 64 hex digits, in later ones).
 inline constexpr CriKeys kContainerd{"containerd",
                                      "io.kubernetes.cri.container-type",
                                      "io.kubernetes.cri.sandbox-namespace",
                                      "io.kubernetes.cri.sandbox-name",
                                      "io.kubernetes.cri.sandbox-uid",
-                                     "io.kubernetes.cri.container-name"};
+                                     "io.kubernetes.cri.container-name",
+                                     "io.kubernetes.cri.image-name",
+                                     ""};
 inline constexpr CriKeys kCrio{"CRI-O",
                                "io.kubernetes.cri-o.ContainerType",
                                "io.kubernetes.pod.namespace",
                                "io.kubernetes.pod.name",
                                "io.kubernetes.pod.uid",
-                               "io.kubernetes.container.name"};
+                               "io.kubernetes.container.name",
+                               "io.kubernetes.cri-o.ImageName",
+                               "io.kubernetes.cri-o.ImageRef"};
 inline constexpr const CriKeys* kEngines[] = {&kContainerd, &kCrio};
 
 // kCrioLabels is CRI-O's own JSON copy of the container's labels (the
@@ -90,9 +103,18 @@ ContainerKind kind_of(const Spec& spec);
 // nullopt outside CRI. Throws as read_cri.
 std::optional<std::string> pod_namespace(const Spec& spec);
 
-// foreign_key tells an identity key no engine wrote for this spec: a key of
-// a family other than the spec's engine (all of them outside CRI). Such a
-// key is tenant input, and a `match` table reads it as absent.
+// image_references are the references to the image of a workload container
+// as the spec's engine wrote them (CriKeys::image and image_ref, the ones
+// present and not empty): what `match.images` globs are matched against.
+// Empty for a sandbox (containerd writes no image-name for one, CRI-O the
+// pause image) and outside CRI. When both families are present, their image
+// names must agree as the identity keys must: one of them was copied from
+// the pod. Throws as read_cri, and when they disagree.
+std::vector<std::string> image_references(const Spec& spec);
+
+// foreign_key tells an identity or image key no engine wrote for this spec:
+// a key of a family other than the spec's engine (all of them outside CRI).
+// Such a key is tenant input, and a `match` table reads it as absent.
 bool foreign_key(const Spec& spec, std::string_view key);
 
 // Identity is who a spec belongs to. For containers created through CRI the

@@ -35,7 +35,9 @@ struct Settings {
   OnConfigError on_config_error = OnConfigError::fail;  // [policy] on-config-error
 };
 
-// read_settings reads [runtime], [log] and [policy] from root (marking them known).
+// read_settings reads [runtime], [log] and [policy] from root (marking them
+// known); [policy] opt-out-annotation is validated here and kept by the
+// chain's plan (plan_chain).
 Settings read_settings(config::Section& root);
 
 // on_config_error_only reads [policy] on-config-error from a file that did

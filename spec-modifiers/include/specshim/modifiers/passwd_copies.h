@@ -15,6 +15,7 @@
 
 #include "specshim/base/config.h"
 #include "specshim/base/spec.h"
+#include "specshim/modifiers/factories.h"
 
 namespace specshim::passwd {
 
@@ -38,10 +39,10 @@ const Json* mount_over(const Spec& spec, const Copy& f);
 // already (made empty by the front-end and bind-mounted, so it is written
 // in place: the mount holds the inode). spec is the container's config.json
 // as the runtime got it, bundle its directory; passwd_table is [passwd] of
-// the config. The spec's mounts of dir's copies are the front-end's and are
-// not the image's: the modifier reads the image's files under root.path.
-// Throws Error naming the file and the cause.
-void fill_copies(config::Section& passwd_table, Spec spec, const std::filesystem::path& bundle,
+// the config, plan the chain's plan of that config (its opt-out). The spec's mounts of dir's copies are the front-end's
+// and are not the image's: the modifier reads the image's files under root.path. Throws Error naming the file and the
+// cause.
+void fill_copies(config::Section& passwd_table, const ChainPlan& plan, Spec spec, const std::filesystem::path& bundle,
                  const std::filesystem::path& dir);
 
 }  // namespace specshim::passwd

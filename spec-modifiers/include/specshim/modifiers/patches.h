@@ -38,8 +38,9 @@ struct Patch {
 
 // read_patches reads and validates every [[patches]] table of s (the view
 // build_chain hands the factory). Every error names the patch and, for an
-// operation, its index and line.
-std::vector<Patch> read_patches(config::Section& s);
+// operation, its index and line. opt_out is [policy] opt-out-annotation
+// (ChainPlan::opt_out), set on every patch's match.
+std::vector<Patch> read_patches(config::Section& s, std::string_view opt_out);
 
 // normal_destination is how set-mounts compares mount destinations:
 // lexically normal, without a trailing slash (/etc//hosts/ is /etc/hosts).
