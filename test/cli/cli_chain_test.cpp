@@ -56,7 +56,7 @@ TEST_CASE("dry-run prints the spec and writes nothing") {
   REQUIRE_THAT(e.err, Catch::StartsWith("specshim dry-run: parse `"));
   auto u = c.shim({"dry-run"});
   REQUIRE(u.exit_code != 0);
-  REQUIRE_THAT(u.err, Catch::Contains("--bundle is required"));
+  REQUIRE_THAT(u.err, Catch::Contains("give --bundle DIR [--format json|diff], or --all"));
 }
 
 TEST_CASE("cdi: a spec dir of 1,000 files, some huge or not regular, costs bounded time and names the bad ones") {

@@ -66,17 +66,24 @@ bool as_root() {
 
 TEST_CASE("diagnose: neither a container id nor --pod is a usage error") {
   Diagnose d;
-  CHECK_THAT(usage_error(d.run({})), Contains("give either CONTAINER-ID or --pod NAMESPACE/NAME"));
+  CHECK_THAT(usage_error(d.run({})), Contains("give either CONTAINER-ID, --pod NAMESPACE/NAME or --all"));
   CHECK_THAT(usage_error(d.run({"--root", d.root.string(), "--format", "json"})),
-             Contains("give either CONTAINER-ID or --pod NAMESPACE/NAME"));
+             Contains("give either CONTAINER-ID, --pod NAMESPACE/NAME or --all"));
 }
 
 TEST_CASE("diagnose: both a container id and --pod is a usage error") {
   Diagnose d;
   CHECK_THAT(usage_error(d.run({"abc", "--pod", "default/web"})),
-             Contains("give either CONTAINER-ID or --pod NAMESPACE/NAME"));
+             Contains("give either CONTAINER-ID, --pod NAMESPACE/NAME or --all"));
   CHECK_THAT(usage_error(d.run({"--pod", "default/web", "--container", "main", "abc"})),
-             Contains("give either CONTAINER-ID or --pod NAMESPACE/NAME"));
+             Contains("give either CONTAINER-ID, --pod NAMESPACE/NAME or --all"));
+}
+
+TEST_CASE("diagnose: --all with a container id, --pod or --device is a usage error") {
+  Diagnose d;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--all", "abc"}, {"--all", "--pod", "default/web"}, {"--all", "--device", "/dev/x"}})
+    CHECK_THAT(usage_error(d.run(args)), Contains("--all checks every container and every device"));
 }
 
 TEST_CASE("diagnose: --container with a container id and no --pod is a usage error") {

@@ -90,7 +90,7 @@ TEST_CASE("doctor: NVIDIA's CDI spec of another driver, without a GPU the driver
   REQUIRE_THAT(report, HasFinding("cdi", "warn", "nothing regenerates NVIDIA's CDI spec at boot"));
 }
 
-TEST_CASE("doctor: NVIDIA's driver without a spec of its GPUs is a warning; an installed unit not enabled too") {
+TEST_CASE("doctor: NVIDIA's driver without a spec of its GPUs is a warning, and so is an installed unit not enabled") {
   FakeHost h;
   driver(h, "550.54.15", kTwo);
   unit(h, "specshim-nvidia-cdi.service", false);

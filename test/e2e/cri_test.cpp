@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -172,9 +173,15 @@ TEST_CASE("CRI: StartContainer surfaces specshim's refusal as the kubelet sees i
 }
 
 TEST_CASE("CRI: RunPodSandbox surfaces specshim's refusal and leaves no pod behind") {
+  // A rule that refuses sandboxes: a patch scoped to them whose op fails.
   Containerd c;
-  c.set_specshim_config(base_config(c) + "[chain]\norder = [\"no-such-modifier\"]\n");
-  const std::string expected = "OCI runtime create failed: " + specshim_config_error(c) + tier().error_suffix;
+  c.set_specshim_config(base_config(c) +
+                        "[[patches]]\nname = \"no-sandboxes\"\nmatch = { container-kind = \"sandbox\" }\n"
+                        "ops = [{ op = \"remove\", path = \"/linux/sysctl/no.such.key\" }]\n");
+  const std::string expected =
+      "OCI runtime create failed: specshim: patches: patch `no-sandboxes` ops[0] (remove "
+      "/linux/sysctl/no.such.key): path not found" +
+      tier().error_suffix;
   try {
     c.cri().run_pod_sandbox(c.pod_config("refused-sandbox"), kHandler);
     FAIL("RunPodSandbox succeeded");
@@ -183,6 +190,29 @@ TEST_CASE("CRI: RunPodSandbox surfaces specshim's refusal and leaves no pod behi
     CHECK_THAT(e.message, Catch::EndsWith(expected));
   }
   CHECK(c.cri().list_pod_sandboxes().empty());
+}
+
+TEST_CASE("CRI: with a config that does not load, the sandbox starts and its container's start names the line") {
+  // What the kubelet then shows on the pod: specshim's error on the
+  // container, not "Failed to create pod sandbox".
+  Containerd c;
+  c.set_specshim_config(base_config(c) + "[chain]\norder = [\"no-such-modifier\"]\n");
+  const std::string expected = "OCI runtime create failed: " + specshim_config_error(c) + tier().error_suffix;
+  Pod pod(c, "broken-config-pod");
+  CHECK(c.cri().list_pod_sandboxes().size() == 1);
+  const std::string id = pod.create(container_config("main", "echo never"));
+  try {
+    c.cri().start_container(id);
+    FAIL("StartContainer succeeded");
+  } catch (const RpcError& e) {
+    CHECK_THAT(e.message, Catch::EndsWith(expected));
+  }
+  // The sandbox's create went to runc with its spec untouched, and runc's log says why.
+  auto calls = calls_for(c.runtime_calls(), pod.id);
+  INFO(join(calls));
+  CHECK(std::any_of(calls.begin(), calls.end(),
+                    [](const std::string& call) { return call.find(" create ") != std::string::npos; }));
+  c.cri().remove_container(id);
 }
 
 TEST_CASE("CRI: a uid without a passwd entry resolves to a name (passwd modifier)", PASSWD_TAGS) {

@@ -406,7 +406,7 @@ TEST_CASE("diagnose --all: of two pods granted the resource, names the one whose
   const std::string other_uid = "0f6a1c2e-0000-4000-8000-0000000000d2";
   Host host;
   write_file(host.config, read_file(host.config) + "\n[[device-plugin.resources]]\nname = \"" + kResource +
-                              "\"\nrequire-env = [\"ACCEL_MEMORY_LIMIT_*\"]\n");
+                              "\"\nproviders = [\"kubelet\"]\nrequire-env = [\"ACCEL_MEMORY_LIMIT_*\"]\n");
   AllocateResponse right, wrong;
   right.devices = wrong.devices = {{"/dev/accel0", host.node.string(), "rw"}};
   right.envs = {{"ACCEL_VISIBLE", "0"}, {"ACCEL_MEMORY_LIMIT_0", "8g"}};

@@ -97,7 +97,7 @@ TEST_CASE("dry-run --all: each live container's next create under the config at 
   for (const Running* c : {&train, &site, &bad}) CHECK(read_file(c->bundle().dir() / "config.json") == before[c->id()]);
 }
 
-TEST_CASE("dry-run --all: an empty root lists nothing and exits 0; a bad command line exits 2") {
+TEST_CASE("dry-run --all: an empty root lists nothing and exits 0, and a bad command line exits 2") {
   TempDir tmp;
   write_file(tmp / "specshim.toml", "[runtime]\npath = \"" + std::string(kRunc) + "\"\n");
   auto r = run_process({SPECSHIM_BINARY, "dry-run", "--all", "--root", (tmp / "none").string(), "--config",

@@ -17,12 +17,12 @@ dpkg-deb -x "$deb" "$out/root"
 dpkg-deb -e "$deb" "$out/control"
 [ -x "$out/control/postinst" ] || fail "the package has no executable postinst"
 DPKG_ROOT=$out/root sh "$out/control/postinst" configure || fail "postinst refused the shipped config"
-printf '[chain]\nno-such-key = 1\n' >>"$out/root/etc/specshim/config.toml"
+printf '[no-such-table]\nkey = 1\n' >>"$out/root/etc/specshim/config.toml"
 if DPKG_ROOT=$out/root sh "$out/control/postinst" configure 2>"$out/err"; then
   fail "postinst accepted a config that does not load"
 fi
 cat "$out/err"
-grep -q 'unknown key `chain.no-such-key`' "$out/err" || fail "the error does not name the key"
+grep -q 'unknown key `no-such-table`' "$out/err" || fail "the error does not name the key"
 grep -q 'dpkg --configure -a' "$out/err" || fail "the error does not say how to finish"
 # Other postinst actions (abort-upgrade and the like) check nothing.
 DPKG_ROOT=$out/root sh "$out/control/postinst" abort-upgrade || fail "abort-upgrade failed"

@@ -10,6 +10,7 @@
 
 using namespace specshim;
 using specshim::test::TempDir;
+using specshim::test::write_file;
 
 namespace {
 

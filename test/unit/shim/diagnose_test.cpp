@@ -387,14 +387,14 @@ TEST_CASE("diagnose: a report's status is its worst finding's, info alone counti
   CHECK(only_fail.findings()[0].hint.empty());
 }
 
-// ---- render_json ----
+// ---- to_json ----
 
-TEST_CASE("diagnose: render_json has container, pod, status and checks, in that order") {
+TEST_CASE("diagnose: to_json has container, pod, status and checks, in that order") {
   Container c = container("abc123", "default", "web", "main");
   Report r;
   r.add(kNode, "/dev/nvidia0", Severity::ok, "c 195:0 crw-rw-rw- 0:0, opens for rw");
   r.add(kCgroup, "/dev/nvidia0", Severity::fail, "denies c 195:0 w", "add a rule");
-  std::string text = render_json(c, r);
+  std::string text = to_json(c, r).dump(2) + "\n";
   CHECK(text.back() == '\n');
   auto j = nlohmann::ordered_json::parse(text);
   std::vector<std::string> keys;
@@ -417,10 +417,10 @@ TEST_CASE("diagnose: render_json has container, pod, status and checks, in that 
   CHECK(j["checks"][1]["hint"] == "add a rule");
 }
 
-TEST_CASE("diagnose: render_json's pod is null outside a pod, and checks an empty array with no findings") {
+TEST_CASE("diagnose: to_json's pod is null outside a pod, and checks an empty array with no findings") {
   Container c = container("plain");
   Report r;
-  auto j = nlohmann::json::parse(render_json(c, r));
+  auto j = nlohmann::json::parse(to_json(c, r).dump());
   CHECK(j["container"] == "plain");
   REQUIRE(j.contains("pod"));
   CHECK(j["pod"].is_null());
@@ -429,7 +429,7 @@ TEST_CASE("diagnose: render_json's pod is null outside a pod, and checks an empt
   CHECK(j["checks"].empty());
 
   r.add(kSpec, "devices", Severity::info, "none");
-  j = nlohmann::json::parse(render_json(c, r));
+  j = nlohmann::json::parse(to_json(c, r).dump());
   CHECK(j["status"] == "ok");
   CHECK(j["checks"][0]["status"] == "info");
 }

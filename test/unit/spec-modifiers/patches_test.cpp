@@ -7,6 +7,7 @@
 #include "specshim/base/error.h"
 #include "specshim/modifiers/chain.h"
 #include "specshim/modifiers/chain_facts.h"
+#include "specshim/modifiers/config_file.h"
 #include "specshim/modifiers/factories.h"
 #include "specshim/modifiers/registry.h"
 
@@ -467,8 +468,10 @@ TEST_CASE("patches: [policy] opt-out-annotation reaches every patch, which then 
   CHECK(chain_facts(doc).patches[0].match.describe() ==
         "every container; not (annotation example.com/system = true); unless opted out (annotation "
         "example.com/skip-site-rules = \"true\")");
-  REQUIRE_THROWS_WITH(build("[policy]\nopt-out-annotations = \"x\"\n" + rules),
-                      Catch::Contains("line 2: unknown key `policy.opt-out-annotations`"));
+  // The file as every front-end loads it: read_settings finishes [policy].
+  REQUIRE_THROWS_WITH(
+      read_config_file(config::Document::parse("[policy]\nopt-out-annotations = \"x\"\n" + rules, "c.toml")),
+      Catch::Contains("line 2: unknown key `policy.opt-out-annotations`"));
   REQUIRE_THROWS_WITH(build("[policy]\nopt-out-annotation = \"a b\"\n" + rules),
                       Catch::Contains("line 2: `policy.opt-out-annotation`: \"a b\" is not an annotation key"));
 }
