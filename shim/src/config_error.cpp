@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "config_error.h"
 
-#include "specshim/modifiers/config_file.h"
 #include "specshim/modifiers/create.h"
 #include "specshim/node/pod_identity.h"
 
 namespace specshim::shim {
 
-std::optional<std::string> passes_unloaded_config(const std::filesystem::path& bundle,
-                                                  const std::filesystem::path& config_file,
+std::optional<std::string> passes_unloaded_config(const std::filesystem::path& bundle, OnConfigError policy,
                                                   std::string_view container_id, std::string_view error) {
   ContainerKind kind = ContainerKind::unknown;
   try {
@@ -21,7 +19,7 @@ std::optional<std::string> passes_unloaded_config(const std::filesystem::path& b
   if (kind == ContainerKind::sandbox)
     return "specshim: sandbox " + id + " started with its spec untouched; its containers' creates fail until " +
            "the config loads: " + std::string(error);
-  if (on_config_error_only(config_file) == OnConfigError::pass)
+  if (policy == OnConfigError::pass)
     return "specshim: container " + id +
            " started WITHOUT specshim's chain ([policy] on-config-error = \"pass\"): " + std::string(error);
   return std::nullopt;

@@ -41,15 +41,19 @@ int create_main(const RuncArgs& parsed, const std::vector<std::string>& argv) {
       throw Error("refusing to guess the bundle: flag `" + parsed.unknown_flags.front() + "` of `" + parsed.subcommand +
                   "` is unknown to specshim (the grammars of runc 1.1–1.5 and crun)");
     if (!parsed.refused.empty()) throw Error(parsed.refused);
-    std::filesystem::path config_path = config::path_from_env();
+    // The file is read once; when it parses but does not load, what it says
+    // of [runtime] path and [policy] still counts (config_error.h).
+    std::optional<config::Document> doc;
     std::optional<ConfigFile> loaded;
     try {
-      loaded = read_config_file(config_path);
+      doc = config::Document::load(config::path_from_env());
+      loaded = read_config_file(*doc);
     } catch (const std::exception& e) {
-      std::string error = describe(e);
-      auto warning = passes_unloaded_config(absolute_bundle(parsed.bundle), config_path, parsed.container_id, error);
+      auto warning =
+          passes_unloaded_config(absolute_bundle(parsed.bundle), doc ? on_config_error_only(*doc) : OnConfigError::fail,
+                                 parsed.container_id, describe(e));
       if (!warning) throw;
-      std::string runtime = find_runtime(runtime_path_only(config_path));
+      std::string runtime = find_runtime(doc ? runtime_path_only(*doc) : std::nullopt);
       report_warning(parsed.log, parsed.log_format, *warning);
       exec_runtime(runtime, argv);
     }

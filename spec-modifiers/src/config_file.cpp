@@ -41,9 +41,9 @@ Settings read_settings(config::Section& root) {
   return s;
 }
 
-OnConfigError on_config_error_only(const std::filesystem::path& file) {
+OnConfigError on_config_error_only(const config::Document& doc) {
   try {
-    auto root = config::Document::load(file).root();
+    auto root = doc.root();
     auto on_error = root.section("policy").string("on-config-error");
     return on_error == "pass" ? OnConfigError::pass : OnConfigError::fail;
   } catch (const std::exception&) {

@@ -113,8 +113,10 @@ std::string why_none_on(const config::Document& doc) {
 Check check_config(const std::filesystem::path& file, Loaded& loaded) {
   Check c("config");
   read_probed_tables(config::Document::parse("", "built-in defaults"), loaded);
+  std::optional<config::Document> parsed;  // the file, when it parses
   try {
-    ConfigFile config = read_config_file(file);
+    parsed = config::Document::load(file);
+    ConfigFile config = read_config_file(*parsed);
     const config::Document& doc = config.doc;
     loaded.settings = config.settings;
     loaded.nri = config.nri;
@@ -170,7 +172,7 @@ Check check_config(const std::filesystem::path& file, Loaded& loaded) {
             "key), containers start without the chain: no grant is checked, no device injected");
   } catch (const std::exception& e) {
     c.add(Severity::fail, describe(e));
-    c.add(Severity::info, on_config_error_only(file) == OnConfigError::pass
+    c.add(Severity::info, parsed && on_config_error_only(*parsed) == OnConfigError::pass
                               ? "until it loads, containers start WITHOUT the chain ([policy] on-config-error = "
                                 "\"pass\"), and sandboxes start untouched"
                               : "until it loads, every container's create fails with this error; sandboxes start "

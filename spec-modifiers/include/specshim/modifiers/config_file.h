@@ -40,11 +40,11 @@ struct Settings {
 // chain's plan (plan_chain).
 Settings read_settings(config::Section& root);
 
-// on_config_error_only reads [policy] on-config-error from a file that did
-// not load whole, as far as it parses: a file that is not TOML, or whose
-// key has another type, says nothing to trust, and reads as fail; so does
-// any value but "pass".
-OnConfigError on_config_error_only(const std::filesystem::path& file);
+// on_config_error_only reads [policy] on-config-error from a file that
+// parses but did not load whole: a key of another type says nothing to
+// trust, and reads as fail; so does any value but "pass". (A file that does
+// not parse at all is fail too: its callers have no document.)
+OnConfigError on_config_error_only(const config::Document& doc);
 
 // ConfigFile is the file read for one verb or front-end: [runtime] and
 // [log], [nri], [chain] and every modifier's table (the chain create would
