@@ -39,9 +39,8 @@ int nri_hook_main(const std::vector<std::string>& argv) {
     ConfigFile config = read_config_file(config_file);
     create::BundleDir dir{bundle};
     auto root = config.doc.root();
-    const ChainPlan plan = plan_chain(root);
     auto passwd_table = root.section("passwd");
-    passwd::fill_copies(passwd_table, plan, dir.read(), bundle, copies);
+    passwd::fill_copies(passwd_table, read_opt_out_annotation(root), dir.read(), bundle, copies);
     return 0;
   } catch (const std::exception& e) {
     // runc puts a failed hook's stderr in its error, which containerd returns

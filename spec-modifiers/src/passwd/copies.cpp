@@ -77,8 +77,8 @@ const Json* mount_over(const Spec& spec, const Copy& f) {
   return nullptr;
 }
 
-void fill_copies(config::Section& passwd_table, const ChainPlan& plan, Spec spec, const std::filesystem::path& bundle,
-                 const std::filesystem::path& dir) {
+void fill_copies(config::Section& passwd_table, std::string_view opt_out, Spec spec,
+                 const std::filesystem::path& bundle, const std::filesystem::path& dir) {
   // The modifier reads the image's files below root.path and mounts its
   // copies from ctx.bundle: the spec it sees has root.path made absolute and
   // the front-end's mounts taken out, as if nothing had been mounted yet.
@@ -98,6 +98,8 @@ void fill_copies(config::Section& passwd_table, const ChainPlan& plan, Spec spec
 
   Context ctx;
   ctx.bundle = dir;
+  ChainPlan plan;  // of the plan, passwd's factory reads the opt-out alone
+  plan.opt_out = opt_out;
   if (auto m = make_passwd(passwd_table, plan)) {
     std::vector<std::unique_ptr<Modifier>> one;
     one.push_back(std::move(m));

@@ -138,7 +138,7 @@ TEST_CASE("nri passwd copies: the image's own files fill root's 0644 copies, nev
   auto doc = specshim::config::Document::parse("", "c.toml");
   auto root = doc.root();
   auto table = root.section("passwd");
-  specshim::passwd::fill_copies(table, specshim::ChainPlan(), spec, bundle, dir);
+  specshim::passwd::fill_copies(table, "", spec, bundle, dir);
 
   CHECK(specshim::test::read_file(dir / "specshim-passwd") == passwd);
   CHECK(specshim::test::read_file(dir / "specshim-group") == "root:x:0:\n");

@@ -15,7 +15,6 @@
 
 #include "specshim/base/config.h"
 #include "specshim/base/spec.h"
-#include "specshim/modifiers/factories.h"
 
 namespace specshim::passwd {
 
@@ -39,10 +38,11 @@ const Json* mount_over(const Spec& spec, const Copy& f);
 // already (made empty by the front-end and bind-mounted, so it is written
 // in place: the mount holds the inode). spec is the container's config.json
 // as the runtime got it, bundle its directory; passwd_table is [passwd] of
-// the config, plan the chain's plan of that config (its opt-out). The spec's mounts of dir's copies are the front-end's
-// and are not the image's: the modifier reads the image's files under root.path. Throws Error naming the file and the
-// cause.
-void fill_copies(config::Section& passwd_table, const ChainPlan& plan, Spec spec, const std::filesystem::path& bundle,
-                 const std::filesystem::path& dir);
+// the config, opt_out its [policy] opt-out-annotation (read_opt_out_annotation).
+// The spec's mounts of dir's copies are the front-end's and are not the
+// image's: the modifier reads the image's files under root.path. Throws
+// Error naming the file and the cause.
+void fill_copies(config::Section& passwd_table, std::string_view opt_out, Spec spec,
+                 const std::filesystem::path& bundle, const std::filesystem::path& dir);
 
 }  // namespace specshim::passwd
