@@ -48,7 +48,7 @@ struct Tally {
 
 void text_row(const Container& c, const Report& r, std::string& out) {
   Severity s = r.status();
-  out += c.id + "  " + who(c) + "  " + (s == Severity::fail ? "FAIL" : s == Severity::warn ? "WARN" : "ok");
+  out += c.id + "  " + who(c) + "  " + status_label(s);
   if (s == Severity::fail) out += "  (" + join(failing_layers(r), ", ") + ")";
   out += "\n";
   for (const auto& f : r.findings()) {

@@ -98,11 +98,11 @@ Report run_layers(const Setup& setup, const Container& c, const Options& o) {
   return r;
 }
 
-namespace {
-
-std::string label(Severity s) {
+std::string status_label(Severity s) {
   return s == Severity::warn ? "WARN" : s == Severity::fail ? "FAIL" : std::string(severity_name(s));
 }
+
+namespace {
 
 std::string pad(std::string s, std::size_t width) {
   if (s.size() < width) s.resize(width, ' ');
@@ -122,7 +122,7 @@ std::string render_text(const Container& c, const Report& r) {
   std::size_t indent = 12 + 6 + subject + 2;
   std::size_t fails = 0, warnings = 0;
   for (const auto& f : r.findings()) {
-    out += pad(f.layer, 12) + pad(label(f.status), 6) + pad(f.subject, subject + 2) + f.message + "\n";
+    out += pad(f.layer, 12) + pad(status_label(f.status), 6) + pad(f.subject, subject + 2) + f.message + "\n";
     if ((f.status == Severity::fail || f.status == Severity::warn) && !f.hint.empty())
       out += std::string(indent, ' ') + "hint: " + f.hint + "\n";
     fails += f.status == Severity::fail;

@@ -202,6 +202,10 @@ std::optional<Device> host_device(const std::string& host_path, std::string cont
 // narrow the devices).
 Report run_layers(const Setup& setup, const Container& c, const Options& o);
 
+// status_label is how the text report shows a status: WARN and FAIL in
+// capitals, the others by name.
+std::string status_label(Severity s);
+
 // render_text: one aligned line per finding, the hints of warn and fail
 // lines below them; to_json: the documented JSON object.
 std::string render_text(const Container& c, const Report& r);
