@@ -29,8 +29,11 @@ Preview preview_one(const Chain& chain, const live::ContainerState& state, bool 
   row.id = state.id;
   row.status = state.status;
   try {
-    create::BundleDir bundle(state.bundle);
-    identify(row, bundle.read());
+    // Read once: the row's identity and the chain's input. The chain runs on
+    // it in memory, with the bundle as its directory, and nothing is stored.
+    Spec spec = create::BundleDir(state.bundle).read();
+    identify(row, spec);
+    create::SpecInMemory bundle(std::move(spec), state.bundle);
     Context ctx;
     ctx.dry_run = true;
     ctx.allow_allocate = allow_allocate;
