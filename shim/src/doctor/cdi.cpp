@@ -116,6 +116,11 @@ void check_present(const env_devices::Entry& e, const cdi::Registry& reg, Check&
                               "inside a container wants scope = \"visible\"");
 }
 
+// path_unit is the .path unit that starts a refresh .service.
+std::string path_unit(std::string_view service) {
+  return std::string(service.substr(0, service.rfind('.'))) + ".path";
+}
+
 // refresh_unit names the unit that regenerates NVIDIA's spec (enabled or
 // only installed), "" when there is none.
 std::pair<std::string, bool> refresh_unit(const Host& host) {
@@ -126,10 +131,9 @@ std::pair<std::string, bool> refresh_unit(const Host& host) {
       installed = installed || std::filesystem::exists(host.path(dir + std::string(unit)), ec);
     if (!installed) continue;
     // Enabled: a link in some target's .wants, to the service or to its .path unit.
-    std::string path_unit = std::string(unit.substr(0, unit.size() - 8)) + ".path";
     bool enabled = false;
     for (const auto& e : std::filesystem::directory_iterator(host.path("/etc/systemd/system"), ec))
-      for (const std::string& name : {std::string(unit), path_unit})  // a link, dangling under --host-root
+      for (const std::string& name : {std::string(unit), path_unit(unit)})  // a link, dangling under --host-root
         enabled = enabled ||
                   std::filesystem::symlink_status(e.path() / name, ec).type() != std::filesystem::file_type::not_found;
     return {std::string(unit), enabled};
@@ -173,8 +177,8 @@ void check_nvidia_spec(const Host& host, const Loaded& loaded, const cdi::Regist
           "nothing regenerates NVIDIA's CDI spec at boot (/var/run/cdi is a tmpfs) or on a driver change: enable "
           "NVIDIA's nvidia-cdi-refresh.path (toolkit 1.18 and later) or specshim-nvidia-cdi.path (this package)");
   else if (!enabled)
-    c.add(Severity::warn, unit + " is installed but not enabled: `systemctl enable --now " +
-                              unit.substr(0, unit.size() - 8) + ".path " + unit + "`");
+    c.add(Severity::warn,
+          unit + " is installed but not enabled: `systemctl enable --now " + path_unit(unit) + " " + unit + "`");
   else
     c.add(Severity::info, unit + " regenerates NVIDIA's CDI spec at boot");
 }
